@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#pragma once
+
+#include <errno.h>
+#include <syslog.h>
+
+#include "npu-tuned/macro.h"
+
+/* Logging for the daemon (libtune never logs). To stderr; under systemd (JOURNAL_STREAM
+ * set) each line carries a "<N>" priority prefix that journald understands. The *_errno
+ * variants set errno so "%m" prints the error, and return the negative errno. */
+
+void log_set_max_level(int level);
+int log_get_max_level(void);
+int log_internal(int level, int error, const char *file, int line, const char *fmt, ...) _printf_(5, 6);
+
+#define log_full_errno(level, error, ...) log_internal((level), (error), __FILE__, __LINE__, __VA_ARGS__)
+#define log_full(level, ...) (void) log_internal((level), 0, __FILE__, __LINE__, __VA_ARGS__)
+
+#define log_debug(...) log_full(LOG_DEBUG, __VA_ARGS__)
+#define log_info(...) log_full(LOG_INFO, __VA_ARGS__)
+#define log_notice(...) log_full(LOG_NOTICE, __VA_ARGS__)
+#define log_warning(...) log_full(LOG_WARNING, __VA_ARGS__)
+#define log_error(...) log_full(LOG_ERR, __VA_ARGS__)
+
+#define log_debug_errno(error, ...) log_full_errno(LOG_DEBUG, (error), __VA_ARGS__)
+#define log_info_errno(error, ...) log_full_errno(LOG_INFO, (error), __VA_ARGS__)
+#define log_notice_errno(error, ...) log_full_errno(LOG_NOTICE, (error), __VA_ARGS__)
+#define log_warning_errno(error, ...) log_full_errno(LOG_WARNING, (error), __VA_ARGS__)
+#define log_error_errno(error, ...) log_full_errno(LOG_ERR, (error), __VA_ARGS__)
+#define log_oom() log_full_errno(LOG_ERR, ENOMEM, "Out of memory.")

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <systemd/sd-daemon.h>
+
+#include "log.h"
+#include "manager.h"
+
+Manager *manager_free(Manager *m) {
+        if (!m)
+                return NULL;
+        tune_accels_done(&m->accels);
+        tune_topology_free(m->topology);
+        tune_ctx_free(m->ctx);
+        sd_event_unref(m->event);
+        free(m);
+        return NULL;
+}
+
+int manager_new(const daemon_options *o, Manager **ret) {
+        _cleanup_(manager_freep) Manager *m = NULL;
+        int r;
+
+        m = calloc(1, sizeof *m);
+        if (!m)
+                return log_oom();
+        m->options = o;
+        r = sd_event_default(&m->event);
+        if (r < 0)
+                return log_error_errno(r, "Failed to allocate event loop: %m");
+        r = tune_ctx_new(o->root, &m->ctx);
+        if (r < 0)
+                return log_error_errno(r, "Failed to open root directory %s: %m", o->root);
+        m->live = tune_ctx_is_live(m->ctx) && !o->no_watch;
+        r = tune_topology_load(m->ctx, &m->topology);
+        if (r < 0)
+                return log_error_errno(r, "Failed to read CPU/NUMA topology below %s: %m", o->root);
+        r = tune_accels_discover(m->ctx, NULL, 0, &m->accels);
+        if (r < 0)
+                return log_error_errno(r, "Failed to discover accelerators below %s: %m", o->root);
+        *ret = TAKE_PTR(m);
+        return 0;
+}
+
+static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        Manager *m = userdata;
+
+        log_info("Received %s, stopping.", strsignal((int) si->ssi_signo));
+        (void) sd_notify(false, "STOPPING=1");
+        return sd_event_exit(m->event, 0);
+}
+
+int manager_start(Manager *m) {
+        sd_event_source *s = NULL;
+        sigset_t mask;
+        int r;
+
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
+                return log_error_errno(errno, "Failed to block signals: %m");
+        r = sd_event_add_signal(m->event, &s, SIGTERM, on_signal, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to watch SIGTERM: %m");
+        (void) sd_event_source_set_description(s, "sigterm");
+        sd_event_source_set_floating(s, true);
+        sd_event_source_unref(s);
+        r = sd_event_add_signal(m->event, &s, SIGINT, on_signal, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to watch SIGINT: %m");
+        (void) sd_event_source_set_description(s, "sigint");
+        sd_event_source_set_floating(s, true);
+        sd_event_source_unref(s);
+        r = sd_event_set_watchdog(m->event, true);
+        if (r < 0)
+                log_warning_errno(r, "Failed to enable the service watchdog, ignoring: %m");
+        return 0;
+}
+
+int manager_run(Manager *m) {
+        (void) sd_notify(false, "READY=1\nSTATUS=Running.");
+        log_info("Running: %u NUMA node(s), %u accelerator(s), root %s%s.", m->topology->n_nodes, m->accels.n,
+                 tune_ctx_root(m->ctx), m->live ? "" : ", process watcher off");
+        return sd_event_loop(m->event);
+}

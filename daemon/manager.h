@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#pragma once
+
+#include <systemd/sd-bus.h>
+#include <systemd/sd-event.h>
+
+#include "npu-tuned/context.h"
+#include "npu-tuned/topology.h"
+#include "npu-tuned/accel.h"
+#include "options.h"
+
+/* The daemon's state: one per process. Event sources hang off m->event; each part of the
+ * daemon (knobs, watcher, placement, bus) keeps its own state behind a pointer here. */
+typedef struct Manager {
+        const daemon_options *options;
+        sd_event *event;
+        tune_ctx *ctx;
+        tune_topology *topology;
+        tune_accels accels;
+        struct tune_policy *policy;
+        bool live; /* root is "/" and the watcher may act on real processes */
+} Manager;
+
+int manager_new(const daemon_options *o, Manager **ret);
+Manager *manager_free(Manager *m);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
+int manager_start(Manager *m);
+int manager_run(Manager *m);

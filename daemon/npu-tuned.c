@@ -1,0 +1,187 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* npu-tuned: tunes a host for NPU/GPU inference serving. The startup story: options,
+ * policy, checks, start, READY=1, loop. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "log.h"
+#include "manager.h"
+#include "options.h"
+#include "print-topology.h"
+
+static void help(void) {
+        printf("npu-tuned %s — tune a host for NPU/GPU inference serving\n\n"
+               "Usage: npu-tuned [OPTIONS]\n\n"
+               "Modes (default: run the daemon):\n"
+               "      --print-topology      print NUMA nodes, CPUs and accelerators and exit\n"
+               "      --check-policy PATH.. validate policy files or directories and exit\n"
+               "      --print-policy        print the merged effective policy as JSON and exit\n"
+               "      --restore             restore host knobs from the state journal and exit\n"
+               "      --explain PID         print the placement plan for a process and why\n"
+               "Options:\n"
+               "      --root DIR            read and write sysfs/procfs below DIR (tests)\n"
+               "      --policy-dir DIR      load policies from DIR instead of the standard\n"
+               "                            directories (repeatable)\n"
+               "      --state-dir DIR       journal of original knob values (default %s)\n"
+               "      --json                JSON output for --print-topology\n"
+               "      --dry-run             print each change as current -> desired, change nothing\n"
+               "      --no-watch            do not watch processes (implied by --root)\n"
+               "  -v, --verbose             debug logging\n"
+               "  -h, --help                show this help\n"
+               "      --version             show the version\n",
+               PACKAGE_VERSION, STATE_DIR);
+}
+
+enum {
+        ARG_PRINT_TOPOLOGY = 0x100,
+        ARG_CHECK_POLICY,
+        ARG_PRINT_POLICY,
+        ARG_RESTORE,
+        ARG_EXPLAIN,
+        ARG_ROOT,
+        ARG_POLICY_DIR,
+        ARG_STATE_DIR,
+        ARG_JSON,
+        ARG_DRY_RUN,
+        ARG_NO_WATCH,
+        ARG_VERSION,
+};
+
+/* Returns 0 to go on, 1 to exit successfully (help), or -EINVAL for usage errors. */
+static int parse_argv(int argc, char *argv[], daemon_options *o) {
+        static const struct option options[] = {
+                { "print-topology", no_argument, NULL, ARG_PRINT_TOPOLOGY },
+                { "check-policy", no_argument, NULL, ARG_CHECK_POLICY },
+                { "print-policy", no_argument, NULL, ARG_PRINT_POLICY },
+                { "restore", no_argument, NULL, ARG_RESTORE },
+                { "explain", required_argument, NULL, ARG_EXPLAIN },
+                { "root", required_argument, NULL, ARG_ROOT },
+                { "policy-dir", required_argument, NULL, ARG_POLICY_DIR },
+                { "state-dir", required_argument, NULL, ARG_STATE_DIR },
+                { "json", no_argument, NULL, ARG_JSON },
+                { "dry-run", no_argument, NULL, ARG_DRY_RUN },
+                { "no-watch", no_argument, NULL, ARG_NO_WATCH },
+                { "verbose", no_argument, NULL, 'v' },
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, ARG_VERSION },
+                {}
+        };
+        int c;
+
+        *o = (daemon_options){ .mode = MODE_RUN, .root = "/", .state_dir = STATE_DIR };
+        while ((c = getopt_long(argc, argv, "vh", options, NULL)) >= 0)
+                switch (c) {
+                case ARG_PRINT_TOPOLOGY:
+                        o->mode = MODE_PRINT_TOPOLOGY;
+                        break;
+                case ARG_CHECK_POLICY:
+                        o->mode = MODE_CHECK_POLICY;
+                        break;
+                case ARG_PRINT_POLICY:
+                        o->mode = MODE_PRINT_POLICY;
+                        break;
+                case ARG_RESTORE:
+                        o->mode = MODE_RESTORE;
+                        break;
+                case ARG_EXPLAIN: {
+                        char *end;
+                        long pid;
+                        errno = 0;
+                        pid = strtol(optarg, &end, 10);
+                        if (errno || *end || pid <= 0 || pid > 4194304) {
+                                fprintf(stderr, "npu-tuned: --explain: not a process id: %s\n", optarg);
+                                return -EINVAL;
+                        }
+                        o->mode = MODE_EXPLAIN;
+                        o->explain_pid = (pid_t) pid;
+                        break;
+                }
+                case ARG_ROOT:
+                        o->root = optarg;
+                        break;
+                case ARG_POLICY_DIR:
+                        if (o->n_policy_dirs >= MAX_POLICY_DIRS) {
+                                fprintf(stderr, "npu-tuned: at most %d --policy-dir options\n", MAX_POLICY_DIRS);
+                                return -EINVAL;
+                        }
+                        o->policy_dirs[o->n_policy_dirs++] = optarg;
+                        break;
+                case ARG_STATE_DIR:
+                        o->state_dir = optarg;
+                        break;
+                case ARG_JSON:
+                        o->json = true;
+                        break;
+                case ARG_DRY_RUN:
+                        o->dry_run = true;
+                        break;
+                case ARG_NO_WATCH:
+                        o->no_watch = true;
+                        break;
+                case 'v':
+                        log_set_max_level(LOG_DEBUG);
+                        break;
+                case 'h':
+                        help();
+                        return 1;
+                case ARG_VERSION:
+                        printf("npu-tuned %s\n", PACKAGE_VERSION);
+                        return 1;
+                default:
+                        return -EINVAL;
+                }
+        if (o->mode == MODE_CHECK_POLICY) {
+                if (optind >= argc) {
+                        fprintf(stderr, "npu-tuned: --check-policy needs at least one file or directory\n");
+                        return -EINVAL;
+                }
+                o->paths = argv + optind;
+                o->n_paths = (unsigned) (argc - optind);
+        } else if (optind < argc) {
+                fprintf(stderr, "npu-tuned: unexpected argument: %s\n", argv[optind]);
+                return -EINVAL;
+        }
+        return 0;
+}
+
+static int run_daemon(const daemon_options *o) {
+        _cleanup_(manager_freep) Manager *m = NULL;
+        int r;
+
+        r = manager_new(o, &m);
+        if (r < 0)
+                return 1;
+        r = manager_start(m);
+        if (r < 0)
+                return 1;
+        r = manager_run(m);
+        if (r < 0) {
+                log_error_errno(r, "Event loop failed: %m");
+                return 1;
+        }
+        return 0;
+}
+
+int main(int argc, char *argv[]) {
+        daemon_options o;
+        int r;
+
+        r = parse_argv(argc, argv, &o);
+        if (r < 0)
+                return 2;
+        if (r > 0)
+                return 0;
+        switch (o.mode) {
+        case MODE_PRINT_TOPOLOGY:
+                return run_print_topology(&o);
+        case MODE_RUN:
+                return run_daemon(&o);
+        default:
+                fprintf(stderr, "npu-tuned: this mode is not implemented yet\n");
+                return 2;
+        }
+}

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#pragma once
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+typedef enum daemon_mode {
+        MODE_RUN,
+        MODE_PRINT_TOPOLOGY,
+        MODE_CHECK_POLICY,
+        MODE_PRINT_POLICY,
+        MODE_RESTORE,
+        MODE_EXPLAIN,
+} daemon_mode;
+
+#define MAX_POLICY_DIRS 16
+
+typedef struct daemon_options {
+        daemon_mode mode;
+        const char *root;       /* "/" unless --root */
+        const char *state_dir;  /* --state-dir, default STATE_DIR */
+        const char *policy_dirs[MAX_POLICY_DIRS]; /* --policy-dir, repeatable; none: the standard dirs */
+        unsigned n_policy_dirs;
+        char **paths;           /* --check-policy PATH... */
+        unsigned n_paths;
+        pid_t explain_pid;
+        bool json;
+        bool dry_run;
+        bool no_watch;          /* implied when root is not "/" */
+} daemon_options;

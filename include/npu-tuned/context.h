@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#pragma once
+
+/* The libtune context: the one root resolver. Every sysfs/procfs path libtune touches is
+ * opened relative to the context's root directory fd, so a test can point the whole
+ * library at a fake tree (npu-tuned --root DIR). Paths are written as the kernel names
+ * them ("/sys/devices/system/node/online"); the leading '/' is stripped and the rest is
+ * resolved below the root. */
+
+#include <dirent.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "npu-tuned/macro.h"
+
+typedef struct tune_ctx tune_ctx;
+
+/* Largest sysfs/procfs file libtune reads into memory by default (bounded reads: /proc is
+ * hostile input). */
+#define TUNE_READ_MAX (256u * 1024u)
+
+int tune_ctx_new(const char *root, tune_ctx **ret);
+tune_ctx *tune_ctx_free(tune_ctx *ctx);
+DEFINE_TRIVIAL_CLEANUP_FUNC(tune_ctx *, tune_ctx_free);
+
+const char *tune_ctx_root(const tune_ctx *ctx);
+/* True when the root is the real "/": only then may libtune call into libnuma,
+ * libcpupower and syscalls that act on live processes. */
+bool tune_ctx_is_live(const tune_ctx *ctx);
+int tune_ctx_root_fd(const tune_ctx *ctx);
+
+/* openat() below the root. Returns an fd or a negative errno. */
+int tune_open(const tune_ctx *ctx, const char *path, int flags, mode_t mode);
+int tune_opendir(const tune_ctx *ctx, const char *path, DIR **ret);
+/* Whether path exists below the root (follows symlinks). */
+bool tune_exists(const tune_ctx *ctx, const char *path);
+/* Read a whole file, at most max bytes (-EFBIG if longer), NUL terminated. *ret_len may be NULL. */
+int tune_read_file(const tune_ctx *ctx, const char *path, size_t max, char **ret, size_t *ret_len);
+/* Read the file and strip trailing whitespace/newlines. */
+int tune_read_string(const tune_ctx *ctx, const char *path, char **ret);
+int tune_read_int(const tune_ctx *ctx, const char *path, long *ret);
+/* Write value (as a single write()) to an existing file; O_TRUNC so fake trees read back
+ * what was written (sysfs ignores it). Returns -errno of open or write. */
+int tune_write_string(const tune_ctx *ctx, const char *path, const char *value);
+/* readlink() below the root; returns the link text. */
+int tune_readlink(const tune_ctx *ctx, const char *path, char **ret);
+
+/* Bounded printf into a path buffer: -ENAMETOOLONG rather than truncation. */
+int tune_path(char *buf, size_t size, const char *fmt, ...) _printf_(3, 4);

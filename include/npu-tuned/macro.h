@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#pragma once
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define _cleanup_(f) __attribute__((cleanup(f)))
+#define _unused_ __attribute__((unused))
+#define _pure_ __attribute__((pure))
+#define _printf_(a, b) __attribute__((format(printf, a, b)))
+#define _warn_unused_result_ __attribute__((warn_unused_result))
+
+#define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
+
+/* Hand ownership of a pointer to someone else; the cleanup handler then sees NULL. */
+#define TAKE_PTR(p)                            \
+        ({                                     \
+                __typeof__(p) _p_ = (p);       \
+                (p) = NULL;                    \
+                _p_;                           \
+        })
+#define TAKE_FD(fd)                            \
+        ({                                     \
+                int _fd_ = (fd);               \
+                (fd) = -EBADF;                 \
+                _fd_;                          \
+        })
+
+static inline void freep(void *p) {
+        free(*(void **) p);
+}
+static inline void closep(int *fd) {
+        if (*fd >= 0) {
+                int saved = errno;
+                close(*fd);
+                errno = saved;
+        }
+}
+static inline void fclosep(FILE **f) {
+        if (*f)
+                fclose(*f);
+}
+static inline void closedirp(DIR **d) {
+        if (*d)
+                closedir(*d);
+}
+#define _cleanup_free_ _cleanup_(freep)
+#define _cleanup_close_ _cleanup_(closep)
+#define _cleanup_fclose_ _cleanup_(fclosep)
+#define _cleanup_closedir_ _cleanup_(closedirp)
+
+/* Define a foo_freep() for a foo_free() that accepts NULL. */
+#define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func) \
+        static inline void func##p(type *p) {   \
+                if (*p)                         \
+                        func(*p);               \
+        }
+
+static inline int negative_errno(void) {
+        return errno > 0 ? -errno : -EIO;
+}
+
+#define streq(a, b) (strcmp((a), (b)) == 0)
+#define startswith_lit(s, lit) (strncmp((s), (lit), sizeof(lit) - 1) == 0)

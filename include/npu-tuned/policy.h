@@ -1,0 +1,187 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#pragma once
+
+/* The policy, schema version 1: what npu-tuned tunes. Parsed from JSON files (see
+ * man/npu-tuned.policy.5), merged, validated, then read-only for the rest of the daemon.
+ * Every optional setting has an explicit "unset" value so that "leave the host alone" is
+ * the default. */
+
+#include <regex.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "npu-tuned/accel.h"
+#include "npu-tuned/cpuset.h"
+
+#define TUNE_POLICY_VERSION 1
+#define TUNE_POLICY_FILE_MAX (1024 * 1024)
+#define TUNE_POLICY_DEPTH_MAX 32
+
+typedef enum tune_governor_scope {
+        TUNE_GOVERNOR_ALL_CPUS,       /* every online CPU's cpufreq policy */
+        TUNE_GOVERNOR_INFERENCE_CPUS, /* only the policies covering CPUs given to inference work */
+} tune_governor_scope;
+
+typedef enum tune_aspm_link {
+        TUNE_ASPM_LINK_UNCHANGED,
+        TUNE_ASPM_LINK_L1_ONLY, /* l1_aspm=1, l0s_aspm=0 (sub-states left alone) */
+        TUNE_ASPM_LINK_OFF,     /* every l*_aspm = 0 */
+} tune_aspm_link;
+
+typedef struct tune_policy_host {
+        char *governor;                  /* NULL: leave cpufreq alone */
+        tune_governor_scope governor_scope;
+        char *thp_enabled;               /* "always" | "madvise" | "never"; NULL: leave */
+        char *thp_defrag;                /* "always" | "defer" | "defer+madvise" | "madvise" | "never" */
+        int khugepaged_defrag;           /* 0 | 1; -1: leave */
+        bool irq_manage;                 /* false: no IRQ affinity changes at all */
+        unsigned irq_housekeeping_cpus_per_node; /* first N usable CPUs of each node stay for the OS */
+        bool irq_keep_off_inference_cpus;
+        bool irq_steer_accelerator_irqs; /* accelerator IRQs -> housekeeping CPUs of its node */
+        char *aspm_policy;               /* "default" | "performance" | "powersave" | "powersupersave" */
+        tune_aspm_link aspm_accelerator_link;
+        int numa_balancing;              /* kernel.numa_balancing 0 | 1; -1: leave */
+        bool reassert;                   /* re-apply a knob someone else changed while we own it */
+} tune_policy_host;
+
+typedef struct tune_policy_options {
+        bool dry_run;
+        unsigned reconcile_interval_ms;  /* while processes are managed; default 10000 */
+        unsigned max_managed_processes;  /* default 4096 */
+        unsigned proc_connector_rcvbuf_kib; /* default 4096 */
+} tune_policy_options;
+
+/* A kind of accelerator declared by the policy (e.g. a new part, or QEMU's edu device in
+ * tests). The embedded tune_accel_kind feeds tune_accels_discover(). */
+typedef enum tune_visible_ids {
+        TUNE_VISIBLE_IDS_LOGICAL,  /* ids are indexes of the kind's devices (CUDA_VISIBLE_DEVICES) */
+        TUNE_VISIBLE_IDS_PHYSICAL, /* ids are device indexes as in /dev (ASCEND_VISIBLE_DEVICES) */
+} tune_visible_ids;
+
+typedef struct tune_policy_kind {
+        tune_accel_kind kind;
+        char *visible_env;       /* e.g. "EDU_VISIBLE_DEVICES"; NULL: none */
+        tune_visible_ids visible_ids;
+} tune_policy_kind;
+
+typedef struct tune_policy_node_override {
+        char pci[13];
+        int node;
+} tune_policy_node_override;
+
+typedef enum tune_accel_mode {
+        TUNE_ACCEL_AUTO,     /* from environment at exec, then open device files */
+        TUNE_ACCEL_EXPLICIT, /* the rule's list */
+        TUNE_ACCEL_NONE,     /* not accelerator work: place by unattributed settings */
+} tune_accel_mode;
+
+typedef struct tune_accel_ref {
+        char kind[TUNE_ACCEL_KIND_MAX];
+        int index;
+} tune_accel_ref;
+
+typedef enum tune_rank_source {
+        TUNE_RANK_NONE,
+        TUNE_RANK_CMDLINE, /* first capture group of rank_regex over the NUL-joined (space) cmdline */
+        TUNE_RANK_COMM,    /* ... over comm (15 bytes: usually too short) */
+        TUNE_RANK_ENV,     /* decimal value of rank_env in the environment at exec */
+} tune_rank_source;
+
+/* A role of threads inside a managed process. */
+typedef struct tune_policy_role {
+        char **name_globs;  /* fnmatch() patterns on the thread's comm; NULL-terminated */
+        bool main_thread;   /* the thread whose tid == pid belongs here */
+        unsigned cpus;      /* CPUs in this role's sub-pool; 0 = the rest of the pool */
+} tune_policy_role;
+
+typedef enum tune_unattributed {
+        TUNE_UNATTRIBUTED_LEAVE, /* no accelerator found: leave the process alone */
+        TUNE_UNATTRIBUTED_PLACE, /* place on unattributed_cpus / unattributed_nodes */
+} tune_unattributed;
+
+typedef struct tune_policy_rule {
+        char *name;
+        char *file;          /* the file it came from, for messages */
+        int priority;        /* higher wins when several rules match; default 0 */
+
+        /* Match criteria: every one that is set must hold. */
+        char *match_comm;    /* fnmatch glob on comm */
+        char *match_exe;     /* fnmatch glob on the realpath of /proc/PID/exe */
+        char *match_cmdline_src;
+        regex_t match_cmdline; /* POSIX ERE over cmdline with NULs turned into spaces */
+        bool has_match_cmdline;
+        uid_t *match_uids;   /* any of these real uids; names resolved at load */
+        unsigned n_match_uids;
+        char *match_cgroup;  /* prefix of the process's cgroup v2 path */
+
+        tune_accel_mode accel_mode;
+        tune_accel_ref *accels; /* TUNE_ACCEL_EXPLICIT */
+        unsigned n_accels;
+        tune_rank_source rank_source;
+        char *rank_regex_src;
+        regex_t rank_regex;
+        char *rank_env;
+
+        tune_policy_role control;
+        tune_policy_role compute;
+
+        bool memory_migrate;
+        unsigned memory_settle_delay_ms; /* default 30000 */
+        uint64_t memory_min_free_kib;    /* a node takes the memory only with this much free */
+        unsigned memory_rate_mib_s;      /* migration rate limit; 0 = unlimited */
+
+        bool restore_on_stop;            /* give threads their original affinity back */
+        bool reassert_affinity;          /* false: respect a process that re-binds itself */
+
+        tune_unattributed unattributed;
+        tune_cpuset unattributed_cpus;
+        tune_cpuset unattributed_nodes;
+} tune_policy_rule;
+
+typedef struct tune_policy {
+        int version;
+        char **files;        /* the files merged, in order */
+        unsigned n_files;
+        bool embedded;       /* the compiled-in default, no file found */
+        tune_policy_options options;
+        tune_policy_host host;
+        tune_policy_kind *kinds;
+        unsigned n_kinds;
+        tune_policy_node_override *overrides;
+        unsigned n_overrides;
+        tune_policy_rule *rules; /* sorted by priority, highest first; file order breaks ties */
+        unsigned n_rules;
+} tune_policy;
+
+/* One problem found while loading or validating. */
+typedef struct tune_policy_error {
+        char *file;      /* NULL for whole-policy problems */
+        char *key_path;  /* "processes[2].threads.control.cpus"; "" for the file itself */
+        int line, column; /* 0 when unknown */
+        bool warning;    /* a warning (e.g. CPUs not on this host in --check-policy) */
+        char *message;
+} tune_policy_error;
+
+typedef struct tune_policy_errors {
+        tune_policy_error *items;
+        unsigned n;
+} tune_policy_errors;
+
+/* Loading (libtune/policy*.c). Every function returns 0 or a negative errno; problems in
+ * the files are reported in *errors (never logged: libtune does not log), and a policy
+ * with any error (not warning) is never returned. */
+typedef struct tune_policy_load_params {
+        const char *const *dirs; /* NULL: the shipped dir, then /etc/npu-tuned/policies.d */
+        unsigned n_dirs;
+        bool check_owner;        /* refuse files not owned by root or group/world-writable */
+} tune_policy_load_params;
+
+int tune_policy_load(const tune_policy_load_params *params, tune_policy **ret, tune_policy_errors *errors);
+/* The compiled-in default policy (policies/default.json). */
+int tune_policy_load_embedded(tune_policy **ret, tune_policy_errors *errors);
+/* One JSON document; filename only names it in errors. */
+int tune_policy_parse_string(const char *json, const char *filename, tune_policy **ret, tune_policy_errors *errors);
+tune_policy *tune_policy_free(tune_policy *p);
+DEFINE_TRIVIAL_CLEANUP_FUNC(tune_policy *, tune_policy_free);
+void tune_policy_errors_done(tune_policy_errors *errors);

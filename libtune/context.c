@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "npu-tuned/context.h"
+
+struct tune_ctx {
+        char *root;
+        int root_fd;
+        bool live;
+};
+
+int tune_ctx_new(const char *root, tune_ctx **ret) {
+        _cleanup_free_ char *canon = NULL;
+        tune_ctx *ctx;
+        int fd;
+
+        if (!root || !*root)
+                root = "/";
+        canon = realpath(root, NULL);
+        if (!canon)
+                return negative_errno();
+        fd = open(canon, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return negative_errno();
+        ctx = calloc(1, sizeof *ctx);
+        if (!ctx) {
+                close(fd);
+                return -ENOMEM;
+        }
+        ctx->root = TAKE_PTR(canon);
+        ctx->root_fd = fd;
+        ctx->live = streq(ctx->root, "/");
+        *ret = ctx;
+        return 0;
+}
+
+tune_ctx *tune_ctx_free(tune_ctx *ctx) {
+        if (!ctx)
+                return NULL;
+        if (ctx->root_fd >= 0)
+                close(ctx->root_fd);
+        free(ctx->root);
+        free(ctx);
+        return NULL;
+}
+
+const char *tune_ctx_root(const tune_ctx *ctx) {
+        return ctx->root;
+}
+
+bool tune_ctx_is_live(const tune_ctx *ctx) {
+        return ctx->live;
+}
+
+int tune_ctx_root_fd(const tune_ctx *ctx) {
+        return ctx->root_fd;
+}
+
+static const char *relative(const char *path) {
+        while (*path == '/')
+                path++;
+        return *path ? path : ".";
+}
+
+int tune_open(const tune_ctx *ctx, const char *path, int flags, mode_t mode) {
+        /* Absolute symlinks inside a fake tree would escape to the host; sysfs uses
+         * relative links, and real captures do too. */
+        int fd = openat(ctx->root_fd, relative(path), flags | O_CLOEXEC, mode);
+        return fd < 0 ? negative_errno() : fd;
+}
+
+int tune_opendir(const tune_ctx *ctx, const char *path, DIR **ret) {
+        int fd = tune_open(ctx, path, O_RDONLY | O_DIRECTORY, 0);
+        DIR *d;
+
+        if (fd < 0)
+                return fd;
+        d = fdopendir(fd);
+        if (!d) {
+                int r = negative_errno();
+                close(fd);
+                return r;
+        }
+        *ret = d;
+        return 0;
+}
+
+bool tune_exists(const tune_ctx *ctx, const char *path) {
+        return faccessat(ctx->root_fd, relative(path), F_OK, 0) == 0;
+}
+
+int tune_read_file(const tune_ctx *ctx, const char *path, size_t max, char **ret, size_t *ret_len) {
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0, cap = 4096;
+
+        fd = tune_open(ctx, path, O_RDONLY | O_NOCTTY, 0);
+        if (fd < 0)
+                return fd;
+        if (max == 0)
+                max = TUNE_READ_MAX;
+        if (cap > max + 1)
+                cap = max + 1;
+        buf = malloc(cap);
+        if (!buf)
+                return -ENOMEM;
+        for (;;) {
+                ssize_t n;
+
+                if (len + 1 >= cap) {
+                        if (cap > max)
+                                return -EFBIG;
+                        size_t ncap = cap * 2 > max + 1 ? max + 1 : cap * 2;
+                        char *nb = realloc(buf, ncap);
+                        if (!nb)
+                                return -ENOMEM;
+                        buf = nb;
+                        cap = ncap;
+                }
+                n = read(fd, buf + len, cap - 1 - len);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                if (n == 0)
+                        break;
+                len += (size_t) n;
+        }
+        buf[len] = 0;
+        if (ret_len)
+                *ret_len = len;
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
+
+int tune_read_string(const tune_ctx *ctx, const char *path, char **ret) {
+        char *s;
+        size_t len;
+        int r;
+
+        r = tune_read_file(ctx, path, 0, &s, &len);
+        if (r < 0)
+                return r;
+        /* Some kernels (and captures of them) pad attribute files with NUL bytes after
+         * the newline: accept padding, refuse text hidden behind a NUL. */
+        char *nul = memchr(s, 0, len);
+        if (nul) {
+                for (char *p = nul; p < s + len; p++)
+                        if (*p && *p != '\n' && *p != ' ') {
+                                free(s);
+                                return -EBADMSG;
+                        }
+                len = (size_t) (nul - s);
+        }
+        while (len > 0 && (s[len - 1] == '\n' || s[len - 1] == ' ' || s[len - 1] == '\t'))
+                s[--len] = 0;
+        *ret = s;
+        return 0;
+}
+
+int tune_read_int(const tune_ctx *ctx, const char *path, long *ret) {
+        _cleanup_free_ char *s = NULL;
+        char *end;
+        long v;
+        int r;
+
+        r = tune_read_string(ctx, path, &s);
+        if (r < 0)
+                return r;
+        errno = 0;
+        v = strtol(s, &end, 0);
+        if (errno != 0 || end == s || *end)
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
+int tune_write_string(const tune_ctx *ctx, const char *path, const char *value) {
+        _cleanup_close_ int fd = -EBADF;
+        size_t len = strlen(value);
+        ssize_t n;
+
+        fd = tune_open(ctx, path, O_WRONLY | O_TRUNC | O_NOCTTY, 0);
+        if (fd < 0)
+                return fd;
+        do
+                n = write(fd, value, len);
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+                return negative_errno();
+        if ((size_t) n != len)
+                return -EIO;
+        return 0;
+}
+
+int tune_readlink(const tune_ctx *ctx, const char *path, char **ret) {
+        char buf[PATH_MAX];
+        ssize_t n = readlinkat(ctx->root_fd, relative(path), buf, sizeof buf - 1);
+
+        if (n < 0)
+                return negative_errno();
+        buf[n] = 0;
+        *ret = strdup(buf);
+        return *ret ? 0 : -ENOMEM;
+}
+
+int tune_path(char *buf, size_t size, const char *fmt, ...) {
+        va_list ap;
+        int n;
+
+        va_start(ap, fmt);
+        n = vsnprintf(buf, size, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+                return -EINVAL;
+        if ((size_t) n >= size)
+                return -ENAMETOOLONG;
+        return 0;
+}

@@ -1,0 +1,335 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "npu-tuned/cpuset.h"
+
+void tune_cpuset_done(tune_cpuset *s) {
+        if (!s)
+                return;
+        free(s->words);
+        s->words = NULL;
+        s->n_words = 0;
+}
+
+static int cpuset_grow(tune_cpuset *s, unsigned cpu) {
+        unsigned need = cpu / 64 + 1;
+        uint64_t *w;
+
+        if (cpu >= TUNE_CPU_MAX)
+                return -ERANGE;
+        if (need <= s->n_words)
+                return 0;
+        w = realloc(s->words, need * sizeof(uint64_t));
+        if (!w)
+                return -ENOMEM;
+        memset(w + s->n_words, 0, (need - s->n_words) * sizeof(uint64_t));
+        s->words = w;
+        s->n_words = need;
+        return 0;
+}
+
+int tune_cpuset_add(tune_cpuset *s, unsigned cpu) {
+        int r = cpuset_grow(s, cpu);
+        if (r < 0)
+                return r;
+        s->words[cpu / 64] |= UINT64_C(1) << (cpu % 64);
+        return 0;
+}
+
+int tune_cpuset_add_range(tune_cpuset *s, unsigned first, unsigned last) {
+        if (first > last)
+                return -EINVAL;
+        int r = cpuset_grow(s, last);
+        if (r < 0)
+                return r;
+        for (unsigned c = first; c <= last; c++)
+                s->words[c / 64] |= UINT64_C(1) << (c % 64);
+        return 0;
+}
+
+void tune_cpuset_remove(tune_cpuset *s, unsigned cpu) {
+        if (cpu / 64 < s->n_words)
+                s->words[cpu / 64] &= ~(UINT64_C(1) << (cpu % 64));
+}
+
+bool tune_cpuset_has(const tune_cpuset *s, unsigned cpu) {
+        return cpu / 64 < s->n_words && (s->words[cpu / 64] >> (cpu % 64)) & 1;
+}
+
+unsigned tune_cpuset_count(const tune_cpuset *s) {
+        unsigned n = 0;
+        for (unsigned i = 0; i < s->n_words; i++)
+                n += (unsigned) __builtin_popcountll(s->words[i]);
+        return n;
+}
+
+bool tune_cpuset_is_empty(const tune_cpuset *s) {
+        for (unsigned i = 0; i < s->n_words; i++)
+                if (s->words[i])
+                        return false;
+        return true;
+}
+
+static uint64_t word_at(const tune_cpuset *s, unsigned i) {
+        return i < s->n_words ? s->words[i] : 0;
+}
+
+bool tune_cpuset_equal(const tune_cpuset *a, const tune_cpuset *b) {
+        unsigned n = a->n_words > b->n_words ? a->n_words : b->n_words;
+        for (unsigned i = 0; i < n; i++)
+                if (word_at(a, i) != word_at(b, i))
+                        return false;
+        return true;
+}
+
+bool tune_cpuset_is_subset(const tune_cpuset *sub, const tune_cpuset *super) {
+        for (unsigned i = 0; i < sub->n_words; i++)
+                if (sub->words[i] & ~word_at(super, i))
+                        return false;
+        return true;
+}
+
+bool tune_cpuset_overlaps(const tune_cpuset *a, const tune_cpuset *b) {
+        unsigned n = a->n_words < b->n_words ? a->n_words : b->n_words;
+        for (unsigned i = 0; i < n; i++)
+                if (a->words[i] & b->words[i])
+                        return true;
+        return false;
+}
+
+int tune_cpuset_next(const tune_cpuset *s, unsigned from) {
+        for (unsigned i = from / 64; i < s->n_words; i++) {
+                uint64_t w = s->words[i];
+                if (i == from / 64)
+                        w &= ~UINT64_C(0) << (from % 64);
+                if (w)
+                        return (int) (i * 64 + (unsigned) __builtin_ctzll(w));
+        }
+        return -1;
+}
+
+int tune_cpuset_copy(tune_cpuset *dst, const tune_cpuset *src) {
+        uint64_t *w = NULL;
+
+        if (src->n_words > 0) {
+                w = malloc(src->n_words * sizeof(uint64_t));
+                if (!w)
+                        return -ENOMEM;
+                memcpy(w, src->words, src->n_words * sizeof(uint64_t));
+        }
+        free(dst->words);
+        dst->words = w;
+        dst->n_words = src->n_words;
+        return 0;
+}
+
+int tune_cpuset_or(tune_cpuset *dst, const tune_cpuset *src) {
+        if (src->n_words > dst->n_words) {
+                int r = cpuset_grow(dst, src->n_words * 64 - 1);
+                if (r < 0)
+                        return r;
+        }
+        for (unsigned i = 0; i < src->n_words; i++)
+                dst->words[i] |= src->words[i];
+        return 0;
+}
+
+void tune_cpuset_and(tune_cpuset *dst, const tune_cpuset *src) {
+        for (unsigned i = 0; i < dst->n_words; i++)
+                dst->words[i] &= word_at(src, i);
+}
+
+void tune_cpuset_andnot(tune_cpuset *dst, const tune_cpuset *src) {
+        for (unsigned i = 0; i < dst->n_words; i++)
+                dst->words[i] &= ~word_at(src, i);
+}
+
+void tune_cpuset_clear(tune_cpuset *s) {
+        for (unsigned i = 0; i < s->n_words; i++)
+                s->words[i] = 0;
+}
+
+static const char *skip_space(const char *p) {
+        while (*p && isspace((unsigned char) *p))
+                p++;
+        return p;
+}
+
+static int parse_uint(const char **p, unsigned *ret) {
+        unsigned long v = 0;
+        const char *s = *p;
+
+        if (!isdigit((unsigned char) *s))
+                return -EINVAL;
+        while (isdigit((unsigned char) *s)) {
+                v = v * 10 + (unsigned long) (*s - '0');
+                if (v >= TUNE_CPU_MAX)
+                        return -ERANGE;
+                s++;
+        }
+        *p = s;
+        *ret = (unsigned) v;
+        return 0;
+}
+
+int tune_cpuset_parse_list(tune_cpuset *ret, const char *text) {
+        _cleanup_cpuset_ tune_cpuset s = {};
+        const char *p;
+        int r;
+
+        if (!text)
+                return -EINVAL;
+        p = skip_space(text);
+        while (*p) {
+                unsigned a, b;
+
+                r = parse_uint(&p, &a);
+                if (r < 0)
+                        return r;
+                b = a;
+                if (*p == '-') {
+                        p++;
+                        r = parse_uint(&p, &b);
+                        if (r < 0)
+                                return r;
+                        if (b < a)
+                                return -EINVAL;
+                }
+                r = tune_cpuset_add_range(&s, a, b);
+                if (r < 0)
+                        return r;
+                if (*p == ',') {
+                        p++;
+                        if (!isdigit((unsigned char) *p))
+                                return -EINVAL;
+                        continue;
+                }
+                p = skip_space(p);
+                if (*p)
+                        return -EINVAL;
+        }
+        tune_cpuset_done(ret);
+        *ret = s;
+        s = (tune_cpuset){};
+        return 0;
+}
+
+static int hexval(char c) {
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        c = (char) tolower((unsigned char) c);
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        return -1;
+}
+
+int tune_cpuset_parse_mask(tune_cpuset *ret, const char *text) {
+        _cleanup_cpuset_ tune_cpuset s = {};
+        const char *start, *end;
+        unsigned bit = 0;
+        int r;
+
+        if (!text)
+                return -EINVAL;
+        start = skip_space(text);
+        end = start + strlen(start);
+        while (end > start && isspace((unsigned char) end[-1]))
+                end--;
+        if (end == start)
+                return -EINVAL;
+        /* Walk from the least significant end; commas separate 32-bit groups. */
+        unsigned in_group = 0;
+        for (const char *p = end; p > start; p--) {
+                char c = p[-1];
+                if (c == ',') {
+                        if (in_group == 0 || p - 1 == start)
+                                return -EINVAL;
+                        bit = (bit + 31) / 32 * 32;
+                        in_group = 0;
+                        continue;
+                }
+                int v = hexval(c);
+                if (v < 0 || in_group >= 8)
+                        return -EINVAL;
+                for (int i = 0; i < 4; i++)
+                        if (v & (1 << i)) {
+                                r = tune_cpuset_add(&s, bit + (unsigned) i);
+                                if (r < 0)
+                                        return r;
+                        }
+                bit += 4;
+                in_group++;
+        }
+        tune_cpuset_done(ret);
+        *ret = s;
+        s = (tune_cpuset){};
+        return 0;
+}
+
+int tune_cpuset_format_list(const tune_cpuset *s, char **ret) {
+        size_t cap = 64, len = 0;
+        char *buf = malloc(cap);
+        int cpu;
+
+        if (!buf)
+                return -ENOMEM;
+        buf[0] = 0;
+        cpu = tune_cpuset_next(s, 0);
+        while (cpu >= 0) {
+                int last = cpu;
+                while (tune_cpuset_has(s, (unsigned) last + 1))
+                        last++;
+                char item[32];
+                int n = last > cpu ? snprintf(item, sizeof item, "%s%d-%d", len ? "," : "", cpu, last)
+                                   : snprintf(item, sizeof item, "%s%d", len ? "," : "", cpu);
+                if (len + (size_t) n + 1 > cap) {
+                        cap = (len + (size_t) n + 1) * 2;
+                        char *nb = realloc(buf, cap);
+                        if (!nb) {
+                                free(buf);
+                                return -ENOMEM;
+                        }
+                        buf = nb;
+                }
+                memcpy(buf + len, item, (size_t) n + 1);
+                len += (size_t) n;
+                cpu = tune_cpuset_next(s, (unsigned) last + 1);
+        }
+        *ret = buf;
+        return 0;
+}
+
+int tune_cpuset_format_mask(const tune_cpuset *s, unsigned min_bits, char **ret) {
+        int last = -1;
+
+        for (int c = tune_cpuset_next(s, 0); c >= 0; c = tune_cpuset_next(s, (unsigned) c + 1))
+                last = c;
+        if ((unsigned) (last + 1) > min_bits)
+                min_bits = (unsigned) (last + 1);
+        unsigned groups = min_bits == 0 ? 1 : (min_bits + 31) / 32;
+        char *buf = malloc(groups * 9 + 1), *p;
+        if (!buf)
+                return -ENOMEM;
+        p = buf;
+        for (unsigned g = groups; g > 0; g--) {
+                uint32_t v = 0;
+                for (unsigned i = 0; i < 32; i++)
+                        if (tune_cpuset_has(s, (g - 1) * 32 + i))
+                                v |= UINT32_C(1) << i;
+                /* The kernel prints the top group only as wide as nr_cpu_ids needs. */
+                if (g == groups && min_bits % 32 != 0) {
+                        unsigned digits = (min_bits % 32 + 3) / 4;
+                        p += sprintf(p, "%0*x", (int) digits, v);
+                } else
+                        p += sprintf(p, "%08x", v);
+                if (g > 1)
+                        *p++ = ',';
+        }
+        *p = 0;
+        *ret = buf;
+        return 0;
+}
