@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#pragma once
+
+/* The placement plan: which CPUs and which memory node(s) a managed process gets, and why.
+ *
+ * tune_plan() is a pure function of the topology, the plan parameters, and the list of
+ * managed processes (each with its rule, its accelerators and its previous placement). It
+ * plans all of them together, because fairness is a property of the set: when a second
+ * process arrives on a node the first one's elastic share shrinks, and when one exits the
+ * others may grow. Previous placements keep CPUs where they can, so re-planning moves as
+ * few threads as possible.
+ *
+ * tune_placer is the stateful wrapper the daemon holds: it owns the list of managed
+ * processes (in arrival order), calls tune_plan() on every change and tells the caller
+ * which other processes' CPU sets changed, so it re-applies just those.
+ *
+ * How CPUs are handed out (per NUMA node):
+ *   available = the node's usable CPUs minus its first `housekeeping_cpus_per_node`;
+ *   a process "homes" on the nodes of its accelerators; it wants control.cpus +
+ *   compute.cpus CPUs when both are set (spread evenly over its home nodes), or, when one
+ *   of them is 0 ("the rest"), an elastic fair share of its home nodes;
+ *   on each node the available CPUs are dealt round-robin, in arrival order, among the
+ *   processes homed there until each has what it wants or none are left (max-min fair);
+ *   a process still short takes spare CPUs from the nearest node(s) by distance (after
+ *   every node's own processes are served), and the plan says so;
+ *   a process that gets no CPU at all is refused, with the reason.
+ * Pools never overlap, except explicit "unattributed_cpus" pools, which the policy author
+ * chose by hand and which are not exclusive.
+ *
+ * Inside a pool, control takes the lowest CPUs and compute the next ones, so on one node
+ * both roles are contiguous ranges (the seed's 96-107 / 108-119). When the pool had to
+ * borrow from another node, compute gets the home CPUs first (it feeds the accelerator)
+ * and control takes the borrowed ones.
+ *
+ * Memory: for each home node, that node if its MemFree is at least the rule's
+ * memory_min_free_kib, else the nearest node by distance that has it (ties: more free
+ * memory, then the lower id). The decision is made once, when the process is first
+ * planned, and kept on re-plans (pages should not chase MemFree around). */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "npu-tuned/accel.h"
+#include "npu-tuned/cpuset.h"
+#include "npu-tuned/policy.h"
+#include "npu-tuned/thread-role.h"
+#include "npu-tuned/topology.h"
+
+/* A placement holds at most this many reasons; later ones are dropped (a plan that needs
+ * more explanation than this is explaining the same thing over and over). */
+#define TUNE_PLACEMENT_REASONS_MAX 64
+
+typedef struct tune_plan_params {
+        unsigned housekeeping_cpus_per_node; /* policy->host.irq_housekeeping_cpus_per_node */
+} tune_plan_params;
+
+typedef enum tune_placement_action {
+        TUNE_PLACEMENT_PLACE,  /* pin threads by role; move memory if mem_nodes is set */
+        TUNE_PLACEMENT_LEAVE,  /* the policy says leave this process alone */
+        TUNE_PLACEMENT_REFUSE, /* it should be placed but cannot be: reasons say why */
+} tune_placement_action;
+
+const char *tune_placement_action_to_string(tune_placement_action a) _pure_;
+
+typedef struct tune_placement {
+        tune_placement_action action;
+        tune_cpuset home_nodes;     /* accelerators' nodes (or the rule's unattributed nodes) */
+        tune_cpuset pool;           /* every CPU the process may use */
+        tune_cpuset role_cpus[_TUNE_ROLE_MAX]; /* control, compute, other (= pool) */
+        tune_cpuset borrowed_nodes; /* nodes outside home_nodes that lent CPUs */
+        unsigned cpus_wanted;       /* control + compute; 0: an elastic fair share */
+        bool shared;                /* explicit unattributed_cpus: not exclusive */
+        bool memory_decided;        /* mem_nodes was decided (possibly: leave memory alone) */
+        tune_cpuset mem_nodes;      /* where the memory goes; empty: leave it where it is */
+        char **reasons;             /* human-readable, in the order the decisions were made */
+        unsigned n_reasons;
+} tune_placement;
+
+void tune_placement_done(tune_placement *p);
+int tune_placement_copy(tune_placement *dst, const tune_placement *src);
+/* The CPUs a thread of this role gets. */
+const tune_cpuset *tune_placement_role_cpus(const tune_placement *p, tune_role role) _pure_;
+/* The first node of mem_nodes, the target of pages on no node of mem_nodes; -1 if none. */
+int tune_placement_memory_target(const tune_placement *p) _pure_;
+
+typedef struct tune_plan_request {
+        uint64_t key;                    /* the caller's id for the process; not interpreted */
+        const tune_policy_rule *rule;
+        const tune_accel *const *accels; /* the accelerators attributed to the process */
+        unsigned n_accels;
+        const tune_placement *previous;  /* its last placement; NULL when new */
+} tune_plan_request;
+
+/* Plan n processes, given in arrival order (earlier ones win ties). ret must point to n
+ * zero-initialised placements; on success each is filled (the caller frees them with
+ * tune_placement_done()), on failure none is. Returns 0 or -ENOMEM / -EINVAL (a request
+ * without a rule). Refusals are not errors: they are placements with action REFUSE. */
+int tune_plan(const tune_topology *t, const tune_plan_params *params,
+              const tune_plan_request *reqs, unsigned n, tune_placement *ret);
+
+/* The CPUs on `node` that managed processes may get at all (usable minus housekeeping). */
+int tune_plan_available_cpus(const tune_topology *t, const tune_plan_params *params, int node, tune_cpuset *ret);
+
+/* ---- the stateful allocator the daemon holds ---- */
+
+typedef struct tune_placer tune_placer;
+
+typedef struct tune_keys {
+        uint64_t *keys;
+        unsigned n;
+} tune_keys;
+void tune_keys_done(tune_keys *k);
+bool tune_keys_contain(const tune_keys *k, uint64_t key) _pure_;
+
+/* The placer borrows t until it is freed or given another topology; rules passed to
+ * tune_placer_set() are borrowed too: after a policy reload, call tune_placer_set() again
+ * for every managed process with its new rule (or tune_placer_remove() it). */
+int tune_placer_new(const tune_topology *t, const tune_plan_params *params, tune_placer **ret);
+tune_placer *tune_placer_free(tune_placer *p);
+DEFINE_TRIVIAL_CLEANUP_FUNC(tune_placer *, tune_placer_free);
+
+/* Add a process (or replace the rule/accelerators of a known one, which also re-decides
+ * its memory node) and re-plan. *ret_changed (may be NULL) receives the keys of OTHER
+ * processes whose pool or role CPUs changed: re-apply their affinities. On failure the
+ * placer is unchanged. */
+int tune_placer_set(tune_placer *p, uint64_t key, const tune_policy_rule *rule,
+                    const tune_accel *accels, unsigned n_accels, tune_keys *ret_changed);
+/* Forget a process (it exited) and re-plan; -ENOENT if unknown. */
+int tune_placer_remove(tune_placer *p, uint64_t key, tune_keys *ret_changed);
+/* The topology changed (CPU hotplug): re-plan everything on the new one. */
+int tune_placer_set_topology(tune_placer *p, const tune_topology *t, tune_keys *ret_changed);
+const tune_placement *tune_placer_get(const tune_placer *p, uint64_t key) _pure_;
+unsigned tune_placer_count(const tune_placer *p) _pure_;
+
+/* ---- threads ---- */
+
+/* The CPUs a thread gets under a placement: its role's sub-pool. NULL unless the placement
+ * is PLACE. */
+const tune_cpuset *tune_placement_thread_cpus(const tune_placement *p, const tune_policy_rule *rule,
+                                              pid_t pid, pid_t tid, const char *comm, tune_role *ret_role);

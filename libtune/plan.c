@@ -1,0 +1,1205 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "npu-tuned/plan.h"
+
+/* Sorts after every real distance (1..255). */
+#define DISTANCE_UNKNOWN 1000
+
+static const char *const action_names[] = {
+        [TUNE_PLACEMENT_PLACE] = "place",
+        [TUNE_PLACEMENT_LEAVE] = "leave",
+        [TUNE_PLACEMENT_REFUSE] = "refuse",
+};
+
+const char *tune_placement_action_to_string(tune_placement_action a) {
+        return (unsigned) a < ELEMENTSOF(action_names) ? action_names[a] : NULL;
+}
+
+void tune_placement_done(tune_placement *p) {
+        if (!p)
+                return;
+        tune_cpuset_done(&p->home_nodes);
+        tune_cpuset_done(&p->pool);
+        for (unsigned i = 0; i < _TUNE_ROLE_MAX; i++)
+                tune_cpuset_done(&p->role_cpus[i]);
+        tune_cpuset_done(&p->borrowed_nodes);
+        tune_cpuset_done(&p->mem_nodes);
+        for (unsigned i = 0; i < p->n_reasons; i++)
+                free(p->reasons[i]);
+        free(p->reasons);
+        memset(p, 0, sizeof *p);
+}
+
+int tune_placement_copy(tune_placement *dst, const tune_placement *src) {
+        tune_placement c = {
+                .action = src->action,
+                .cpus_wanted = src->cpus_wanted,
+                .shared = src->shared,
+                .memory_decided = src->memory_decided,
+        };
+        int r = 0;
+
+        if (tune_cpuset_copy(&c.home_nodes, &src->home_nodes) < 0 ||
+            tune_cpuset_copy(&c.pool, &src->pool) < 0 ||
+            tune_cpuset_copy(&c.borrowed_nodes, &src->borrowed_nodes) < 0 ||
+            tune_cpuset_copy(&c.mem_nodes, &src->mem_nodes) < 0)
+                r = -ENOMEM;
+        for (unsigned i = 0; r == 0 && i < _TUNE_ROLE_MAX; i++)
+                if (tune_cpuset_copy(&c.role_cpus[i], &src->role_cpus[i]) < 0)
+                        r = -ENOMEM;
+        if (r == 0 && src->n_reasons > 0) {
+                c.reasons = calloc(src->n_reasons, sizeof(char *));
+                if (!c.reasons)
+                        r = -ENOMEM;
+                for (unsigned i = 0; r == 0 && i < src->n_reasons; i++) {
+                        c.reasons[i] = strdup(src->reasons[i]);
+                        if (!c.reasons[i])
+                                r = -ENOMEM;
+                        c.n_reasons = i + 1;
+                }
+        }
+        if (r < 0) {
+                tune_placement_done(&c);
+                return r;
+        }
+        *dst = c;
+        return 0;
+}
+
+const tune_cpuset *tune_placement_role_cpus(const tune_placement *p, tune_role role) {
+        if ((unsigned) role >= _TUNE_ROLE_MAX)
+                return NULL;
+        return &p->role_cpus[role];
+}
+
+int tune_placement_memory_target(const tune_placement *p) {
+        return tune_cpuset_next(&p->mem_nodes, 0);
+}
+
+const tune_cpuset *tune_placement_thread_cpus(const tune_placement *p, const tune_policy_rule *rule,
+                                              pid_t pid, pid_t tid, const char *comm, tune_role *ret_role) {
+        tune_role role;
+
+        if (p->action != TUNE_PLACEMENT_PLACE)
+                return NULL;
+        role = tune_thread_classify(rule, pid, tid, comm);
+        if (ret_role)
+                *ret_role = role;
+        return &p->role_cpus[role];
+}
+
+_printf_(2, 3) static int add_reason(tune_placement *p, const char *fmt, ...) {
+        va_list ap;
+        char *s, **a;
+        int r;
+
+        if (p->n_reasons >= TUNE_PLACEMENT_REASONS_MAX)
+                return 0;
+        va_start(ap, fmt);
+        r = vasprintf(&s, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                return -ENOMEM;
+        a = realloc(p->reasons, (p->n_reasons + 1) * sizeof(char *));
+        if (!a) {
+                free(s);
+                return -ENOMEM;
+        }
+        p->reasons = a;
+        p->reasons[p->n_reasons++] = s;
+        return 0;
+}
+
+/* "3.2 GiB": memory amounts in reasons. */
+static const char *format_gib(uint64_t kib, char buf[static 32]) {
+        snprintf(buf, 32, "%.1f GiB", (double) kib / (1024.0 * 1024.0));
+        return buf;
+}
+
+/* A set as list text into a fixed buffer, for reasons ("?" when it does not fit). */
+static const char *format_set(const tune_cpuset *s, char *buf, size_t size) {
+        _cleanup_free_ char *text = NULL;
+
+        if (tune_cpuset_format_list(s, &text) < 0 || strlen(text) >= size)
+                snprintf(buf, size, "?");
+        else
+                snprintf(buf, size, "%s", text);
+        return buf;
+}
+
+static void accel_name(const tune_accel *a, char buf[static 64]) {
+        snprintf(buf, 64, "%s %d (%s)", a->kind, a->index, a->pci[0] ? a->pci : "no PCI address");
+}
+
+int tune_plan_available_cpus(const tune_topology *t, const tune_plan_params *params, int node, tune_cpuset *ret) {
+        _cleanup_cpuset_ tune_cpuset s = {};
+        const tune_node *n = tune_topology_node(t, node);
+        unsigned hk = params ? params->housekeeping_cpus_per_node : 0;
+        int r;
+
+        if (!n)
+                return -ENXIO;
+        r = tune_cpuset_copy(&s, &n->cpus);
+        if (r < 0)
+                return r;
+        /* An empty usable set means "not computed" (hand-built topologies). */
+        if (!tune_cpuset_is_empty(&t->usable))
+                tune_cpuset_and(&s, &t->usable);
+        for (unsigned i = 0; i < hk; i++) {
+                int c = tune_cpuset_next(&s, 0);
+                if (c < 0)
+                        break;
+                tune_cpuset_remove(&s, (unsigned) c);
+        }
+        tune_cpuset_done(ret);
+        *ret = s;
+        s = (tune_cpuset) {};
+        return 0;
+}
+
+/* ---- the pure planner ---- */
+
+typedef struct plan_node {
+        int id;
+        tune_cpuset avail;
+        unsigned usable;     /* before housekeeping, for reasons */
+        unsigned cap;
+        unsigned used;       /* CPUs granted */
+        unsigned n_homed;    /* exclusive claims homed here */
+        tune_cpuset taken;   /* CPUs chosen */
+} plan_node;
+
+typedef struct plan_claim {
+        const tune_plan_request *req;
+        tune_placement *out;
+        bool exclusive;      /* takes CPUs from the nodes' available CPUs */
+        bool *home;          /* [node index] */
+        unsigned n_home;
+        unsigned want;       /* fixed: control + compute */
+        bool elastic;
+        unsigned min;        /* elastic: the least it can work with */
+        unsigned *grant;     /* [node index] CPUs granted */
+        unsigned *chosen;    /* [node index] CPUs picked so far */
+        int *dist;           /* [node index] distance from the nearest home node */
+        unsigned total;
+} plan_claim;
+
+typedef struct plan_state {
+        const tune_topology *t;
+        const tune_plan_params *params;
+        plan_node *nodes;
+        unsigned n_nodes;
+        plan_claim *claims;
+        unsigned n_claims;
+} plan_state;
+
+static void plan_state_done(plan_state *s) {
+        for (unsigned i = 0; i < s->n_nodes; i++) {
+                tune_cpuset_done(&s->nodes[i].avail);
+                tune_cpuset_done(&s->nodes[i].taken);
+        }
+        free(s->nodes);
+        for (unsigned k = 0; k < s->n_claims; k++) {
+                free(s->claims[k].home);
+                free(s->claims[k].grant);
+                free(s->claims[k].chosen);
+                free(s->claims[k].dist);
+        }
+        free(s->claims);
+}
+
+static int node_index(const plan_state *s, int id) {
+        for (unsigned i = 0; i < s->n_nodes; i++)
+                if (s->nodes[i].id == id)
+                        return (int) i;
+        return -1;
+}
+
+static int node_of_cpu(const tune_topology *t, int cpu) {
+        for (unsigned i = 0; i < t->n_nodes; i++)
+                if (tune_cpuset_has(&t->nodes[i].cpus, (unsigned) cpu))
+                        return t->nodes[i].id;
+        return -1;
+}
+
+static int distance_or_unknown(const tune_topology *t, int from, int to) {
+        int d;
+
+        if (from == to)
+                return 10;
+        d = tune_topology_distance(t, from, to);
+        return d > 0 ? d : DISTANCE_UNKNOWN;
+}
+
+static int claim_set_home(plan_state *s, plan_claim *c, int node_id) {
+        int i = node_index(s, node_id);
+        if (i < 0)
+                return -ENXIO;
+        if (!c->home[i]) {
+                c->home[i] = true;
+                c->n_home++;
+        }
+        return tune_cpuset_add(&c->out->home_nodes, (unsigned) node_id);
+}
+
+/* Home nodes from the accelerators; REFUSE when none has a known node. */
+static int resolve_accelerators(plan_state *s, plan_claim *c) {
+        const tune_plan_request *req = c->req;
+        tune_placement *out = c->out;
+        unsigned n_unknown = 0;
+        char name[64];
+        int r;
+
+        for (unsigned j = 0; j < req->n_accels; j++) {
+                const tune_accel *a = req->accels[j];
+                int node = a->numa_node;
+
+                accel_name(a, name);
+                if (node >= 0 && tune_topology_node(s->t, node)) {
+                        r = add_reason(out, "accelerator %s: NUMA node %d%s", name, node,
+                                       a->numa_node_overridden ? " (set by the policy's node override)" : "");
+                } else if (node >= 0) {
+                        n_unknown++;
+                        r = add_reason(out, "accelerator %s: firmware reports NUMA node %d, which this host does not have", name, node);
+                        node = -1;
+                } else if (s->n_nodes == 1) {
+                        node = s->nodes[0].id;
+                        r = add_reason(out, "accelerator %s: firmware reports no NUMA node; this host has only node %d, so it is that one", name, node);
+                } else {
+                        n_unknown++;
+                        r = add_reason(out, "accelerator %s: firmware reports no NUMA node and the policy has no node override for %s",
+                                       name, a->pci[0] ? a->pci : "it");
+                }
+                if (r < 0)
+                        return r;
+                if (node >= 0) {
+                        r = claim_set_home(s, c, node);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        if (c->n_home == 0) {
+                out->action = TUNE_PLACEMENT_REFUSE;
+                return add_reason(out, "not placed: none of its accelerators has a known NUMA node (declare one with "
+                                  "\"node_overrides\": [{\"pci\": ..., \"node\": N}] in the policy)");
+        }
+        if (n_unknown > 0)
+                return add_reason(out, "placed by the %u accelerator(s) with a known node; %u with an unknown node ignored",
+                                  req->n_accels - n_unknown, n_unknown);
+        return 0;
+}
+
+static int resolve_unattributed(plan_state *s, plan_claim *c) {
+        const tune_policy_rule *rule = c->req->rule;
+        tune_placement *out = c->out;
+        char buf[256];
+        int r;
+
+        if (rule->unattributed == TUNE_UNATTRIBUTED_LEAVE) {
+                out->action = TUNE_PLACEMENT_LEAVE;
+                return add_reason(out, "no accelerator attributed; the rule leaves such processes alone");
+        }
+        if (!tune_cpuset_is_empty(&rule->unattributed_nodes)) {
+                TUNE_CPUSET_FOREACH(node, &rule->unattributed_nodes) {
+                        if (!tune_topology_node(s->t, node)) {
+                                r = add_reason(out, "unattributed_nodes names node %d, which this host does not have", node);
+                                if (r < 0)
+                                        return r;
+                                continue;
+                        }
+                        r = claim_set_home(s, c, node);
+                        if (r < 0)
+                                return r;
+                }
+                if (c->n_home == 0) {
+                        out->action = TUNE_PLACEMENT_REFUSE;
+                        return add_reason(out, "not placed: none of the rule's unattributed_nodes exists here");
+                }
+                return add_reason(out, "no accelerator attributed; placed on the rule's unattributed_nodes %s",
+                                  format_set(&out->home_nodes, buf, sizeof buf));
+        }
+        if (!tune_cpuset_is_empty(&rule->unattributed_cpus)) {
+                r = tune_cpuset_copy(&out->pool, &rule->unattributed_cpus);
+                if (r < 0)
+                        return r;
+                tune_cpuset_and(&out->pool, tune_cpuset_is_empty(&s->t->usable) ? &s->t->online : &s->t->usable);
+                if (tune_cpuset_is_empty(&out->pool)) {
+                        out->action = TUNE_PLACEMENT_REFUSE;
+                        return add_reason(out, "not placed: none of the rule's unattributed_cpus %s is usable here",
+                                          format_set(&rule->unattributed_cpus, buf, sizeof buf));
+                }
+                c->exclusive = false;
+                out->shared = true;
+                TUNE_CPUSET_FOREACH(cpu, &out->pool) {
+                        int node = node_of_cpu(s->t, cpu);
+                        if (node >= 0) {
+                                r = claim_set_home(s, c, node);
+                                if (r < 0)
+                                        return r;
+                        }
+                }
+                return add_reason(out, "no accelerator attributed; placed on the rule's unattributed_cpus %s "
+                                  "(chosen by hand: not exclusive, other processes may share them)",
+                                  format_set(&out->pool, buf, sizeof buf));
+        }
+        out->action = TUNE_PLACEMENT_REFUSE;
+        return add_reason(out, "not placed: no accelerator attributed, and the rule places such processes "
+                          "but names neither unattributed_cpus nor unattributed_nodes");
+}
+
+static int resolve_claim(plan_state *s, plan_claim *c) {
+        const tune_policy_rule *rule = c->req->rule;
+        unsigned cc = rule->control.cpus, kc = rule->compute.cpus;
+        int r;
+
+        c->out->action = TUNE_PLACEMENT_PLACE;
+        c->exclusive = true;
+        if (rule->name) {
+                if (rule->file)
+                        r = add_reason(c->out, "rule \"%s\" (%s)", rule->name, rule->file);
+                else
+                        r = add_reason(c->out, "rule \"%s\"", rule->name);
+                if (r < 0)
+                        return r;
+        }
+        if (rule->accel_mode == TUNE_ACCEL_NONE || c->req->n_accels == 0)
+                r = resolve_unattributed(s, c);
+        else
+                r = resolve_accelerators(s, c);
+        if (r < 0)
+                return r;
+        if (c->out->action != TUNE_PLACEMENT_PLACE)
+                return 0;
+
+        if (cc > 0 && kc > 0) {
+                c->want = cc + kc;
+                c->out->cpus_wanted = c->want;
+        } else {
+                c->elastic = true;
+                c->min = cc + kc + 1;
+        }
+        for (unsigned i = 0; i < s->n_nodes; i++) {
+                c->dist[i] = DISTANCE_UNKNOWN;
+                for (unsigned h = 0; h < s->n_nodes; h++)
+                        if (c->home[h]) {
+                                int d = distance_or_unknown(s->t, s->nodes[h].id, s->nodes[i].id);
+                                if (d < c->dist[i])
+                                        c->dist[i] = d;
+                        }
+        }
+        return 0;
+}
+
+/* What claim c wants from home node i (the i-th node; fixed wants are spread evenly over
+ * the home nodes, the remainder to the lower ones). */
+static unsigned claim_node_demand(const plan_state *s, const plan_claim *c, unsigned i) {
+        unsigned base, extra, rank = 0;
+
+        if (!c->home[i])
+                return 0;
+        if (c->elastic)
+                return UINT_MAX;
+        base = c->want / c->n_home;
+        extra = c->want % c->n_home;
+        for (unsigned h = 0; h < i; h++)
+                if (c->home[h])
+                        rank++;
+        return base + (rank < extra ? 1 : 0);
+}
+
+static void deal_home_cpus(plan_state *s) {
+        for (unsigned i = 0; i < s->n_nodes; i++) {
+                plan_node *node = &s->nodes[i];
+                bool progress = true;
+
+                while (progress && node->used < node->cap) {
+                        progress = false;
+                        for (unsigned k = 0; k < s->n_claims && node->used < node->cap; k++) {
+                                plan_claim *c = &s->claims[k];
+                                if (!c->exclusive || c->out->action != TUNE_PLACEMENT_PLACE)
+                                        continue;
+                                if (c->grant[i] >= claim_node_demand(s, c, i))
+                                        continue;
+                                c->grant[i]++;
+                                c->total++;
+                                node->used++;
+                                progress = true;
+                        }
+                }
+        }
+}
+
+/* Order candidate nodes for a short claim: home nodes first, then by distance, then id. */
+static unsigned *candidates_by_distance(const plan_state *s, const plan_claim *c) {
+        unsigned *order = calloc(s->n_nodes, sizeof(unsigned));
+        if (!order)
+                return NULL;
+        for (unsigned i = 0; i < s->n_nodes; i++)
+                order[i] = i;
+        for (unsigned i = 1; i < s->n_nodes; i++) {
+                unsigned v = order[i], j = i;
+                while (j > 0) {
+                        unsigned u = order[j - 1];
+                        bool before = c->home[v] != c->home[u] ? c->home[v] :
+                                      c->dist[v] != c->dist[u] ? c->dist[v] < c->dist[u] :
+                                      s->nodes[v].id < s->nodes[u].id;
+                        if (!before)
+                                break;
+                        order[j] = u;
+                        j--;
+                }
+                order[j] = v;
+        }
+        return order;
+}
+
+static int borrow_cpus(plan_state *s) {
+        for (unsigned k = 0; k < s->n_claims; k++) {
+                plan_claim *c = &s->claims[k];
+                _cleanup_free_ unsigned *order = NULL;
+                unsigned target;
+
+                if (!c->exclusive || c->out->action != TUNE_PLACEMENT_PLACE)
+                        continue;
+                target = c->elastic ? c->min : c->want;
+                if (c->total >= target)
+                        continue;
+                order = candidates_by_distance(s, c);
+                if (!order)
+                        return -ENOMEM;
+                for (unsigned o = 0; o < s->n_nodes && c->total < target; o++) {
+                        unsigned i = order[o];
+                        plan_node *node = &s->nodes[i];
+                        unsigned spare = node->cap - node->used, take;
+                        int r;
+
+                        if (spare == 0)
+                                continue;
+                        take = target - c->total < spare ? target - c->total : spare;
+                        c->grant[i] += take;
+                        c->total += take;
+                        node->used += take;
+                        if (c->home[i])
+                                continue;
+                        r = tune_cpuset_add(&c->out->borrowed_nodes, (unsigned) node->id);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        return 0;
+}
+
+static int take_cpu(plan_state *s, plan_claim *c, unsigned i, int cpu) {
+        int r = tune_cpuset_add(&s->nodes[i].taken, (unsigned) cpu);
+        if (r < 0)
+                return r;
+        c->chosen[i]++;
+        return tune_cpuset_add(&c->out->pool, (unsigned) cpu);
+}
+
+/* Pick concrete CPUs: first every claim keeps what it had (stability), then home claims
+ * and then borrowers fill up from the lowest free CPU (contiguous ranges). */
+static int choose_cpus(plan_state *s) {
+        for (unsigned i = 0; i < s->n_nodes; i++) {
+                plan_node *node = &s->nodes[i];
+
+                for (unsigned k = 0; k < s->n_claims; k++) {
+                        plan_claim *c = &s->claims[k];
+                        const tune_placement *prev = c->req->previous;
+
+                        if (c->grant[i] == 0 || !prev)
+                                continue;
+                        TUNE_CPUSET_FOREACH(cpu, &prev->pool) {
+                                if (c->chosen[i] >= c->grant[i])
+                                        break;
+                                if (!tune_cpuset_has(&node->avail, (unsigned) cpu) ||
+                                    tune_cpuset_has(&node->taken, (unsigned) cpu))
+                                        continue;
+                                int r = take_cpu(s, c, i, cpu);
+                                if (r < 0)
+                                        return r;
+                        }
+                }
+                for (int pass = 0; pass < 2; pass++)
+                        for (unsigned k = 0; k < s->n_claims; k++) {
+                                plan_claim *c = &s->claims[k];
+
+                                if (c->grant[i] == 0 || c->home[i] != (pass == 0))
+                                        continue;
+                                TUNE_CPUSET_FOREACH(cpu, &node->avail) {
+                                        if (c->chosen[i] >= c->grant[i])
+                                                break;
+                                        if (tune_cpuset_has(&node->taken, (unsigned) cpu))
+                                                continue;
+                                        int r = take_cpu(s, c, i, cpu);
+                                        if (r < 0)
+                                                return r;
+                                }
+                        }
+        }
+        return 0;
+}
+
+/* The pool's CPUs in preference order: home nodes (by id), then borrowed nodes (nearest
+ * first). *ret_n_home: how many of them are on home nodes. */
+static int ordered_pool(const plan_state *s, const plan_claim *c, int **ret, unsigned *ret_n, unsigned *ret_n_home) {
+        _cleanup_free_ unsigned *order = NULL;
+        _cleanup_free_ int *list = NULL;
+        unsigned n = 0, n_home = 0, total = tune_cpuset_count(&c->out->pool);
+
+        list = calloc(total ? total : 1, sizeof(int));
+        order = candidates_by_distance(s, c);
+        if (!list || !order)
+                return -ENOMEM;
+        for (unsigned o = 0; o < s->n_nodes; o++) {
+                unsigned i = order[o];
+                TUNE_CPUSET_FOREACH(cpu, &s->t->nodes[i].cpus) {
+                        if (!tune_cpuset_has(&c->out->pool, (unsigned) cpu) || n >= total)
+                                continue;
+                        list[n++] = cpu;
+                        if (c->home[i])
+                                n_home++;
+                }
+        }
+        /* CPUs in no node (only in hand-made topologies): last. */
+        TUNE_CPUSET_FOREACH(cpu, &c->out->pool)
+                if (node_of_cpu(s->t, cpu) < 0 && n < total)
+                        list[n++] = cpu;
+        *ret = TAKE_PTR(list);
+        *ret_n = n;
+        *ret_n_home = n_home;
+        return 0;
+}
+
+static int add_range(tune_cpuset *s, const int *list, unsigned from, unsigned to) {
+        for (unsigned j = from; j < to; j++) {
+                int r = tune_cpuset_add(s, (unsigned) list[j]);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* On a re-plan, roles keep the CPUs they had where the pool still has them, so threads do
+ * not move for nothing; new CPUs fill up in preference order. Returns 1 when it applied,
+ * 0 when nothing of the previous split survives (then split afresh). */
+static int split_roles_sticky(plan_claim *c, const int *list, unsigned n, unsigned cc, unsigned kc) {
+        const tune_placement *prev = c->req->previous;
+        tune_placement *out = c->out;
+        _cleanup_cpuset_ tune_cpuset used = {};
+        const tune_role roles[2] = { TUNE_ROLE_CONTROL, TUNE_ROLE_COMPUTE };
+        const unsigned want[2] = { cc, kc };
+        unsigned got[2] = {};
+        int r;
+
+        if (!tune_cpuset_overlaps(&prev->role_cpus[TUNE_ROLE_CONTROL], &out->pool) &&
+            !tune_cpuset_overlaps(&prev->role_cpus[TUNE_ROLE_COMPUTE], &out->pool))
+                return 0;
+        /* Previous roles that were one shared set (pool too small to split) start afresh. */
+        if (tune_cpuset_overlaps(&prev->role_cpus[TUNE_ROLE_CONTROL], &prev->role_cpus[TUNE_ROLE_COMPUTE]))
+                return 0;
+        for (unsigned k = 0; k < 2; k++)
+                TUNE_CPUSET_FOREACH(cpu, &prev->role_cpus[roles[k]]) {
+                        if (got[k] >= want[k])
+                                break;
+                        if (!tune_cpuset_has(&out->pool, (unsigned) cpu) || tune_cpuset_has(&used, (unsigned) cpu))
+                                continue;
+                        r = tune_cpuset_add(&out->role_cpus[roles[k]], (unsigned) cpu);
+                        if (r >= 0)
+                                r = tune_cpuset_add(&used, (unsigned) cpu);
+                        if (r < 0)
+                                return r;
+                        got[k]++;
+                }
+        for (unsigned k = 0; k < 2; k++)
+                for (unsigned j = 0; j < n && got[k] < want[k]; j++) {
+                        if (tune_cpuset_has(&used, (unsigned) list[j]))
+                                continue;
+                        r = tune_cpuset_add(&out->role_cpus[roles[k]], (unsigned) list[j]);
+                        if (r >= 0)
+                                r = tune_cpuset_add(&used, (unsigned) list[j]);
+                        if (r < 0)
+                                return r;
+                        got[k]++;
+                }
+        return 1;
+}
+
+static int split_roles(const plan_state *s, plan_claim *c) {
+        const tune_policy_rule *rule = c->req->rule;
+        tune_placement *out = c->out;
+        _cleanup_free_ int *list = NULL;
+        unsigned n, h, cc = rule->control.cpus, kc = rule->compute.cpus, cc_home, kc_home;
+        char b1[256], b2[256];
+        int r;
+
+        r = tune_cpuset_copy(&out->role_cpus[TUNE_ROLE_OTHER], &out->pool);
+        if (r < 0)
+                return r;
+        r = ordered_pool(s, c, &list, &n, &h);
+        if (r < 0)
+                return r;
+        if (!tune_rule_has_role_selectors(rule) || (cc == 0 && kc == 0) || n < 2) {
+                r = tune_cpuset_copy(&out->role_cpus[TUNE_ROLE_CONTROL], &out->pool);
+                if (r >= 0)
+                        r = tune_cpuset_copy(&out->role_cpus[TUNE_ROLE_COMPUTE], &out->pool);
+                if (r < 0)
+                        return r;
+                return add_reason(out, "%s: every thread gets the whole pool %s",
+                                  !tune_rule_has_role_selectors(rule) ? "the rule names no thread roles" :
+                                  n < 2 ? "one CPU cannot be split by role" : "the rule sizes neither role",
+                                  format_set(&out->pool, b1, sizeof b1));
+        }
+        if (cc > 0 && kc > 0) {
+                if (n < cc + kc) {
+                        unsigned want = cc + kc;
+                        cc = (n * cc + want / 2) / want;
+                        cc = cc < 1 ? 1 : cc > n - 1 ? n - 1 : cc;
+                        kc = n - cc;
+                        r = add_reason(out, "the pool has %u CPUs, fewer than the %u the roles want: control gets %u, compute %u",
+                                       n, want, cc, kc);
+                        if (r < 0)
+                                return r;
+                }
+        } else if (cc > 0) {
+                cc = cc < n - 1 ? cc : n - 1;
+                kc = n - cc;
+        } else {
+                kc = kc < n - 1 ? kc : n - 1;
+                cc = n - kc;
+        }
+        if (c->req->previous && c->req->previous->action == TUNE_PLACEMENT_PLACE) {
+                r = split_roles_sticky(c, list, n, cc, kc);
+                if (r != 0)
+                        return r < 0 ? r : add_reason(out, "control threads: %s; compute threads: %s (kept where they were); "
+                                                      "threads of neither role: the whole pool",
+                                                      format_set(&out->role_cpus[TUNE_ROLE_CONTROL], b1, sizeof b1),
+                                                      format_set(&out->role_cpus[TUNE_ROLE_COMPUTE], b2, sizeof b2));
+        }
+        /* Compute gets the home CPUs first; on one node this is just "control first". */
+        kc_home = kc < h ? kc : h;
+        cc_home = cc < h - kc_home ? cc : h - kc_home;
+        r = add_range(&out->role_cpus[TUNE_ROLE_CONTROL], list, 0, cc_home);
+        if (r >= 0)
+                r = add_range(&out->role_cpus[TUNE_ROLE_CONTROL], list, h, h + (cc - cc_home));
+        if (r >= 0)
+                r = add_range(&out->role_cpus[TUNE_ROLE_COMPUTE], list, cc_home, cc_home + kc_home);
+        if (r >= 0)
+                r = add_range(&out->role_cpus[TUNE_ROLE_COMPUTE], list, h + (cc - cc_home), h + (cc - cc_home) + (kc - kc_home));
+        if (r < 0)
+                return r;
+        return add_reason(out, "control threads: %s; compute threads: %s; threads of neither role: the whole pool",
+                          format_set(&out->role_cpus[TUNE_ROLE_CONTROL], b1, sizeof b1),
+                          format_set(&out->role_cpus[TUNE_ROLE_COMPUTE], b2, sizeof b2));
+}
+
+static int explain_pool(const plan_state *s, const plan_claim *c) {
+        tune_placement *out = c->out;
+        char buf[256];
+        int r;
+
+        for (unsigned i = 0; i < s->n_nodes; i++) {
+                const plan_node *node = &s->nodes[i];
+                if (!c->home[i])
+                        continue;
+                r = add_reason(out, "node %d: %u usable CPU(s), %u after %u housekeeping CPU(s), shared by %u managed process(es)",
+                               node->id, node->usable, node->cap, node->usable - node->cap, node->n_homed);
+                if (r < 0)
+                        return r;
+        }
+        if (c->elastic)
+                r = add_reason(out, "wants a fair share of its node(s) (a role takes \"the rest\"; at least %u CPUs); got %u: %s",
+                               c->min, c->total, format_set(&out->pool, buf, sizeof buf));
+        else
+                r = add_reason(out, "wants %u CPUs (control %u + compute %u); got %u: %s", c->want,
+                               c->req->rule->control.cpus, c->req->rule->compute.cpus, c->total,
+                               format_set(&out->pool, buf, sizeof buf));
+        if (r < 0)
+                return r;
+        if (!tune_cpuset_is_empty(&out->borrowed_nodes)) {
+                _cleanup_free_ unsigned *order = candidates_by_distance(s, c);
+                unsigned home_total = 0;
+
+                if (!order)
+                        return -ENOMEM;
+                for (unsigned i = 0; i < s->n_nodes; i++)
+                        if (c->home[i])
+                                home_total += c->grant[i];
+                for (unsigned o = 0; o < s->n_nodes; o++) {
+                        unsigned i = order[o];
+                        if (c->home[i] || c->grant[i] == 0)
+                                continue;
+                        r = add_reason(out, "its home node(s) had %u free CPU(s) of %u wanted: borrowed %u from node %d "
+                                       "(distance %d), the nearest node with spare CPUs",
+                                       home_total, c->elastic ? c->min : c->want, c->grant[i], s->nodes[i].id, c->dist[i]);
+                        if (r < 0)
+                                return r;
+                        home_total += c->grant[i];
+                }
+        }
+        if (!c->elastic && c->total < c->want)
+                return add_reason(out, "short of %u CPU(s): no node had spare CPUs left", c->want - c->total);
+        return 0;
+}
+
+/* Memory for one home node: that node if it has min_free, else the nearest that has. */
+static int decide_memory_for(const plan_state *s, plan_claim *c, unsigned h, uint64_t min_free) {
+        const tune_node *home = &s->t->nodes[h], *best = NULL;
+        tune_placement *out = c->out;
+        _cleanup_free_ char *why = NULL, *passed = NULL;
+        int best_d = 0, r;
+        char b1[32], b2[32];
+
+        if (home->mem_total_kib > 0 && home->mem_free_kib >= min_free) {
+                r = tune_cpuset_add(&out->mem_nodes, (unsigned) home->id);
+                if (r < 0)
+                        return r;
+                if (min_free == 0)
+                        return add_reason(out, "memory: node %d (%s free; the rule sets no minimum)",
+                                          home->id, format_gib(home->mem_free_kib, b1));
+                return add_reason(out, "memory: node %d has %s free >= %s minimum: memory stays on node %d",
+                                  home->id, format_gib(home->mem_free_kib, b1), format_gib(min_free, b2), home->id);
+        }
+        for (unsigned i = 0; i < s->n_nodes; i++) {
+                const tune_node *n = &s->t->nodes[i];
+                int d = distance_or_unknown(s->t, home->id, n->id);
+
+                if (i == h || n->mem_total_kib == 0 || n->mem_free_kib < min_free)
+                        continue;
+                if (!best || d < best_d || (d == best_d && n->mem_free_kib > best->mem_free_kib)) {
+                        best = n;
+                        best_d = d;
+                }
+        }
+        if (home->mem_total_kib == 0)
+                r = asprintf(&why, "memory: node %d has no memory of its own", home->id);
+        else
+                r = asprintf(&why, "memory: node %d has %s free < %s minimum", home->id,
+                             format_gib(home->mem_free_kib, b1), format_gib(min_free, b2));
+        if (r < 0)
+                return -ENOMEM;
+        if (!best)
+                return add_reason(out, "%s; no node has %s free: memory left where it is", why, format_gib(min_free, b2));
+        r = tune_cpuset_add(&out->mem_nodes, (unsigned) best->id);
+        if (r < 0)
+                return r;
+        if (best_d >= DISTANCE_UNKNOWN)
+                return add_reason(out, "%s; no distance table: node %d, which has room (%s free)", why, best->id,
+                                  format_gib(best->mem_free_kib, b1));
+
+        /* Name the nearer nodes that were passed over, nearest first, so the choice can be
+         * checked against numactl -H. */
+        for (int d = 1; d < best_d; d++)
+                for (unsigned i = 0; i < s->n_nodes; i++) {
+                        const tune_node *n = &s->t->nodes[i];
+                        char *more;
+
+                        if (i == h || distance_or_unknown(s->t, home->id, n->id) != d)
+                                continue;
+                        r = asprintf(&more, "%s%snode %d (distance %d, %s)", passed ? passed : "", passed ? ", " : "", n->id, d,
+                                     n->mem_total_kib == 0 ? "no memory" : format_gib(n->mem_free_kib, b1));
+                        if (r < 0)
+                                return -ENOMEM;
+                        free(passed);
+                        passed = more;
+                }
+        return add_reason(out, "%s; nearest node with room by distance: node %d (distance %d, %s free)%s%s", why,
+                          best->id, best_d, format_gib(best->mem_free_kib, b1),
+                          passed ? "; nearer nodes without room: " : "", passed ? passed : "");
+}
+
+static int decide_memory(const plan_state *s, plan_claim *c) {
+        const tune_policy_rule *rule = c->req->rule;
+        const tune_placement *prev = c->req->previous;
+        tune_placement *out = c->out;
+        char buf[256];
+        int r;
+
+        if (prev && prev->memory_decided) {
+                out->memory_decided = true;
+                r = tune_cpuset_copy(&out->mem_nodes, &prev->mem_nodes);
+                if (r < 0)
+                        return r;
+                if (tune_cpuset_is_empty(&out->mem_nodes))
+                        return add_reason(out, "memory: left where it is (decided when first placed)");
+                return add_reason(out, "memory: node(s) %s (decided when first placed)",
+                                  format_set(&out->mem_nodes, buf, sizeof buf));
+        }
+        out->memory_decided = true;
+        if (!rule->memory_migrate)
+                return add_reason(out, "memory: left where it is (the rule does not move memory)");
+        for (unsigned h = 0; h < s->n_nodes; h++) {
+                if (!c->home[h])
+                        continue;
+                r = decide_memory_for(s, c, h, rule->memory_min_free_kib);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int plan_state_init(plan_state *s, const tune_topology *t, const tune_plan_params *params,
+                           const tune_plan_request *reqs, unsigned n, tune_placement *ret) {
+        int r;
+
+        s->t = t;
+        s->params = params;
+        s->n_nodes = t->n_nodes;
+        s->nodes = calloc(t->n_nodes ? t->n_nodes : 1, sizeof(plan_node));
+        s->claims = calloc(n ? n : 1, sizeof(plan_claim));
+        if (!s->nodes || !s->claims)
+                return -ENOMEM;
+        s->n_claims = n;
+        for (unsigned i = 0; i < t->n_nodes; i++) {
+                _cleanup_cpuset_ tune_cpuset usable = {};
+                plan_node *node = &s->nodes[i];
+
+                node->id = t->nodes[i].id;
+                r = tune_plan_available_cpus(t, params, node->id, &node->avail);
+                if (r < 0)
+                        return r;
+                node->cap = tune_cpuset_count(&node->avail);
+                r = tune_plan_available_cpus(t, NULL, node->id, &usable);
+                if (r < 0)
+                        return r;
+                node->usable = tune_cpuset_count(&usable);
+        }
+        for (unsigned k = 0; k < n; k++) {
+                plan_claim *c = &s->claims[k];
+                c->req = &reqs[k];
+                c->out = &ret[k];
+                c->home = calloc(s->n_nodes ? s->n_nodes : 1, sizeof(bool));
+                c->grant = calloc(s->n_nodes ? s->n_nodes : 1, sizeof(unsigned));
+                c->chosen = calloc(s->n_nodes ? s->n_nodes : 1, sizeof(unsigned));
+                c->dist = calloc(s->n_nodes ? s->n_nodes : 1, sizeof(int));
+                if (!c->home || !c->grant || !c->chosen || !c->dist)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+static int plan_all(plan_state *s) {
+        int r;
+
+        for (unsigned k = 0; k < s->n_claims; k++) {
+                r = resolve_claim(s, &s->claims[k]);
+                if (r < 0)
+                        return r;
+                if (s->claims[k].exclusive && s->claims[k].out->action == TUNE_PLACEMENT_PLACE)
+                        for (unsigned i = 0; i < s->n_nodes; i++)
+                                if (s->claims[k].home[i])
+                                        s->nodes[i].n_homed++;
+        }
+        deal_home_cpus(s);
+        r = borrow_cpus(s);
+        if (r < 0)
+                return r;
+        r = choose_cpus(s);
+        if (r < 0)
+                return r;
+        for (unsigned k = 0; k < s->n_claims; k++) {
+                plan_claim *c = &s->claims[k];
+
+                if (c->out->action != TUNE_PLACEMENT_PLACE)
+                        continue;
+                if (c->exclusive) {
+                        if (c->total == 0) {
+                                c->out->action = TUNE_PLACEMENT_REFUSE;
+                                r = add_reason(c->out, "not placed: no node has a free CPU left for it "
+                                               "(every available CPU is given to other managed processes)");
+                                if (r < 0)
+                                        return r;
+                                continue;
+                        }
+                        r = explain_pool(s, c);
+                        if (r < 0)
+                                return r;
+                }
+                r = split_roles(s, c);
+                if (r < 0)
+                        return r;
+                r = decide_memory(s, c);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int tune_plan(const tune_topology *t, const tune_plan_params *params,
+              const tune_plan_request *reqs, unsigned n, tune_placement *ret) {
+        plan_state s = {};
+        int r;
+
+        if (!t || (n > 0 && (!reqs || !ret)))
+                return -EINVAL;
+        for (unsigned k = 0; k < n; k++)
+                if (!reqs[k].rule || (reqs[k].n_accels > 0 && !reqs[k].accels))
+                        return -EINVAL;
+        r = plan_state_init(&s, t, params, reqs, n, ret);
+        if (r >= 0)
+                r = plan_all(&s);
+        plan_state_done(&s);
+        if (r < 0)
+                for (unsigned k = 0; k < n; k++)
+                        tune_placement_done(&ret[k]);
+        return r;
+}
+
+/* ---- tune_placer ---- */
+
+typedef struct placer_entry {
+        uint64_t key;
+        const tune_policy_rule *rule;
+        tune_accel *accels;         /* copies without local_cpus (the plan does not need them) */
+        const tune_accel **accel_ptrs;
+        unsigned n_accels;
+        tune_placement placement;
+        bool placed;
+} placer_entry;
+
+struct tune_placer {
+        const tune_topology *t;
+        tune_plan_params params;
+        placer_entry *entries; /* arrival order */
+        unsigned n;
+};
+
+void tune_keys_done(tune_keys *k) {
+        if (!k)
+                return;
+        free(k->keys);
+        k->keys = NULL;
+        k->n = 0;
+}
+
+bool tune_keys_contain(const tune_keys *k, uint64_t key) {
+        for (unsigned i = 0; i < k->n; i++)
+                if (k->keys[i] == key)
+                        return true;
+        return false;
+}
+
+static int keys_add(tune_keys *k, uint64_t key) {
+        uint64_t *a = realloc(k->keys, (k->n + 1) * sizeof(uint64_t));
+        if (!a)
+                return -ENOMEM;
+        k->keys = a;
+        k->keys[k->n++] = key;
+        return 0;
+}
+
+static void entry_done(placer_entry *e) {
+        free(e->accels);
+        free(e->accel_ptrs);
+        tune_placement_done(&e->placement);
+        memset(e, 0, sizeof *e);
+}
+
+int tune_placer_new(const tune_topology *t, const tune_plan_params *params, tune_placer **ret) {
+        tune_placer *p;
+
+        if (!t || !ret)
+                return -EINVAL;
+        p = calloc(1, sizeof *p);
+        if (!p)
+                return -ENOMEM;
+        p->t = t;
+        if (params)
+                p->params = *params;
+        *ret = p;
+        return 0;
+}
+
+tune_placer *tune_placer_free(tune_placer *p) {
+        if (!p)
+                return NULL;
+        for (unsigned i = 0; i < p->n; i++)
+                entry_done(&p->entries[i]);
+        free(p->entries);
+        free(p);
+        return NULL;
+}
+
+static bool placement_cpus_equal(const tune_placement *a, const tune_placement *b) {
+        if (a->action != b->action || !tune_cpuset_equal(&a->pool, &b->pool))
+                return false;
+        for (unsigned i = 0; i < _TUNE_ROLE_MAX; i++)
+                if (!tune_cpuset_equal(&a->role_cpus[i], &b->role_cpus[i]))
+                        return false;
+        return true;
+}
+
+/* Re-plan every entry; on success swap the new placements in and report the entries
+ * (other than skip_key) whose CPUs changed. On failure nothing changes. */
+static int placer_replan(tune_placer *p, const tune_topology *t, uint64_t skip_key, bool skip, tune_keys *ret_changed) {
+        _cleanup_free_ tune_plan_request *reqs = NULL;
+        tune_placement *out = NULL;
+        tune_keys changed = {};
+        int r;
+
+        reqs = calloc(p->n ? p->n : 1, sizeof *reqs);
+        out = calloc(p->n ? p->n : 1, sizeof *out);
+        if (!reqs || !out) {
+                free(out);
+                return -ENOMEM;
+        }
+        for (unsigned i = 0; i < p->n; i++)
+                reqs[i] = (tune_plan_request) {
+                        .key = p->entries[i].key,
+                        .rule = p->entries[i].rule,
+                        .accels = p->entries[i].accel_ptrs,
+                        .n_accels = p->entries[i].n_accels,
+                        .previous = p->entries[i].placed ? &p->entries[i].placement : NULL,
+                };
+        r = tune_plan(t, &p->params, reqs, p->n, out);
+        if (r < 0) {
+                free(out);
+                return r;
+        }
+        for (unsigned i = 0; i < p->n && r >= 0; i++) {
+                placer_entry *e = &p->entries[i];
+                if (skip && e->key == skip_key)
+                        continue;
+                if (e->placed && !placement_cpus_equal(&e->placement, &out[i]))
+                        r = keys_add(&changed, e->key);
+        }
+        if (r < 0) {
+                for (unsigned i = 0; i < p->n; i++)
+                        tune_placement_done(&out[i]);
+                free(out);
+                tune_keys_done(&changed);
+                return r;
+        }
+        for (unsigned i = 0; i < p->n; i++) {
+                tune_placement_done(&p->entries[i].placement);
+                p->entries[i].placement = out[i];
+                p->entries[i].placed = true;
+        }
+        free(out);
+        p->t = t;
+        if (ret_changed) {
+                tune_keys_done(ret_changed);
+                *ret_changed = changed;
+        } else
+                tune_keys_done(&changed);
+        return 0;
+}
+
+static placer_entry *placer_find(const tune_placer *p, uint64_t key) {
+        for (unsigned i = 0; i < p->n; i++)
+                if (p->entries[i].key == key)
+                        return &p->entries[i];
+        return NULL;
+}
+
+static int entry_fill(placer_entry *e, uint64_t key, const tune_policy_rule *rule,
+                      const tune_accel *accels, unsigned n_accels) {
+        *e = (placer_entry) { .key = key, .rule = rule, .n_accels = n_accels };
+        if (n_accels == 0)
+                return 0;
+        e->accels = calloc(n_accels, sizeof(tune_accel));
+        e->accel_ptrs = calloc(n_accels, sizeof(tune_accel *));
+        if (!e->accels || !e->accel_ptrs) {
+                entry_done(e);
+                return -ENOMEM;
+        }
+        for (unsigned j = 0; j < n_accels; j++) {
+                e->accels[j] = accels[j];
+                e->accels[j].local_cpus = (tune_cpuset) {};
+                e->accel_ptrs[j] = &e->accels[j];
+        }
+        return 0;
+}
+
+int tune_placer_set(tune_placer *p, uint64_t key, const tune_policy_rule *rule,
+                    const tune_accel *accels, unsigned n_accels, tune_keys *ret_changed) {
+        placer_entry fresh, *e;
+        int r;
+
+        if (!p || !rule || (n_accels > 0 && !accels))
+                return -EINVAL;
+        r = entry_fill(&fresh, key, rule, accels, n_accels);
+        if (r < 0)
+                return r;
+
+        e = placer_find(p, key);
+        if (e) {
+                /* Replace in place, keeping the CPUs it has; its memory is decided anew. */
+                placer_entry old = *e;
+                fresh.placement = old.placement;
+                fresh.placed = old.placed;
+                fresh.placement.memory_decided = false;
+                *e = fresh;
+                r = placer_replan(p, p->t, key, true, ret_changed);
+                if (r < 0) {
+                        e->placement.memory_decided = old.placement.memory_decided;
+                        fresh.placement = (tune_placement) {};
+                        entry_done(&fresh);
+                        *e = old;
+                        return r;
+                }
+                old.placement = (tune_placement) {};
+                entry_done(&old);
+                return 0;
+        }
+
+        placer_entry *a = realloc(p->entries, (p->n + 1) * sizeof(placer_entry));
+        if (!a) {
+                entry_done(&fresh);
+                return -ENOMEM;
+        }
+        p->entries = a;
+        p->entries[p->n++] = fresh;
+        r = placer_replan(p, p->t, key, true, ret_changed);
+        if (r < 0) {
+                entry_done(&p->entries[--p->n]);
+                return r;
+        }
+        return 0;
+}
+
+int tune_placer_remove(tune_placer *p, uint64_t key, tune_keys *ret_changed) {
+        placer_entry removed;
+        unsigned i;
+        int r;
+
+        for (i = 0; i < p->n; i++)
+                if (p->entries[i].key == key)
+                        break;
+        if (i == p->n)
+                return -ENOENT;
+        removed = p->entries[i];
+        memmove(&p->entries[i], &p->entries[i + 1], (p->n - i - 1) * sizeof(placer_entry));
+        p->n--;
+        r = placer_replan(p, p->t, key, true, ret_changed);
+        if (r < 0) {
+                /* Put it back where it was. */
+                memmove(&p->entries[i + 1], &p->entries[i], (p->n - i) * sizeof(placer_entry));
+                p->entries[i] = removed;
+                p->n++;
+                return r;
+        }
+        entry_done(&removed);
+        return 0;
+}
+
+int tune_placer_set_topology(tune_placer *p, const tune_topology *t, tune_keys *ret_changed) {
+        if (!p || !t)
+                return -EINVAL;
+        return placer_replan(p, t, 0, false, ret_changed);
+}
+
+const tune_placement *tune_placer_get(const tune_placer *p, uint64_t key) {
+        const placer_entry *e = placer_find(p, key);
+        return e && e->placed ? &e->placement : NULL;
+}
+
+unsigned tune_placer_count(const tune_placer *p) {
+        return p->n;
+}
