@@ -94,6 +94,15 @@ const tune_cpuset *tune_placement_thread_cpus(const tune_placement *p, const tun
         return &p->role_cpus[role];
 }
 
+int tune_thread_target_choose(pid_t pid, pid_t tid, const char *comm, void *userdata, const tune_cpuset **ret) {
+        const tune_thread_target *t = userdata;
+
+        if (!t || !t->placement || !t->rule)
+                return -EINVAL;
+        *ret = tune_placement_thread_cpus(t->placement, t->rule, pid, tid, comm, NULL);
+        return 0;
+}
+
 _printf_(2, 3) static int add_reason(tune_placement *p, const char *fmt, ...) {
         va_list ap;
         char *s, **a;

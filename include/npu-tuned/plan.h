@@ -138,3 +138,11 @@ unsigned tune_placer_count(const tune_placer *p) _pure_;
  * is PLACE. */
 const tune_cpuset *tune_placement_thread_cpus(const tune_placement *p, const tune_policy_rule *rule,
                                               pid_t pid, pid_t tid, const char *comm, tune_role *ret_role);
+
+/* A chooser for tune_affinity_apply() (include/npu-tuned/affinity.h): userdata points to a
+ * tune_thread_target; every thread gets its role's CPUs, nothing when not PLACE. */
+typedef struct tune_thread_target {
+        const tune_placement *placement;
+        const tune_policy_rule *rule;
+} tune_thread_target;
+int tune_thread_target_choose(pid_t pid, pid_t tid, const char *comm, void *userdata, const tune_cpuset **ret);

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#pragma once
+
+/* Apply CPU sets to the threads of a live process, and give them back.
+ *
+ * tune_affinity_apply() walks /proc/PID/task (through the root resolver), asks a chooser
+ * which CPUs each thread gets (by its comm: see tune_placement_thread_cpus()), records the
+ * thread's original affinity in a journal BEFORE changing it, and repeats the walk until a
+ * walk finds no thread it has not handled: a thread created while we walk inherits its
+ * creator's old mask and would otherwise be missed. Threads and processes that vanish
+ * meanwhile (ESRCH, task directory gone) are counted, not errors.
+ *
+ * The daemon calls tune_affinity_apply() when it places a process and when a re-plan
+ * changed its CPUs, tune_affinity_apply_thread() on a FORK (new thread) or COMM (rename)
+ * event, tune_affinity_journal_forget() on a thread's EXIT, tune_affinity_check() on
+ * reconcile (did the process re-bind itself?), and tune_affinity_restore() on stop.
+ *
+ * The kernel is reached through a small backend (sched_getaffinity/sched_setaffinity);
+ * tests pass a fake one to drive a fake /proc tree. With the kernel backend the context
+ * must be live (root "/"): -EOPNOTSUPP otherwise. */
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "npu-tuned/context.h"
+#include "npu-tuned/cpuset.h"
+
+/* A walk that keeps finding new threads this many times gives up with -EAGAIN (a thread
+ * storm: the FORK events will bring the rest). */
+#define TUNE_AFFINITY_ROUNDS_MAX 16
+
+typedef struct tune_affinity_backend {
+        int (*get)(void *userdata, pid_t tid, tune_cpuset *ret);      /* 0 or -errno */
+        int (*set)(void *userdata, pid_t tid, const tune_cpuset *cpus); /* 0 or -errno */
+        void *userdata;
+} tune_affinity_backend;
+
+/* sched_getaffinity(2) / sched_setaffinity(2). */
+extern const tune_affinity_backend tune_affinity_backend_kernel;
+
+typedef struct tune_affinity_entry {
+        pid_t tid;
+        tune_cpuset original; /* the affinity it had before we first changed it */
+        tune_cpuset applied;  /* what we set last */
+} tune_affinity_entry;
+
+/* The originals of one process's threads, sorted by tid. */
+typedef struct tune_affinity_journal {
+        pid_t pid;             /* 0 until the first apply */
+        tune_affinity_entry *entries;
+        unsigned n;
+} tune_affinity_journal;
+
+void tune_affinity_journal_done(tune_affinity_journal *j);
+const tune_affinity_entry *tune_affinity_journal_find(const tune_affinity_journal *j, pid_t tid) _pure_;
+/* The thread exited: drop its entry (no-op when unknown). */
+void tune_affinity_journal_forget(tune_affinity_journal *j, pid_t tid);
+
+typedef struct tune_affinity_stats {
+        unsigned seen;      /* threads looked at */
+        unsigned set;       /* affinity changed */
+        unsigned unchanged; /* already had the target (or restore target) */
+        unsigned skipped;   /* the chooser (or restore) left it alone */
+        unsigned vanished;  /* gone before we were done with it */
+        unsigned failed;    /* other errors; the first is returned */
+        unsigned rounds;    /* walks of /proc/PID/task */
+} tune_affinity_stats;
+
+/* Which CPUs thread tid (named comm, NULL if unreadable) of pid gets: set *ret, or leave
+ * it NULL to leave the thread alone. A negative return aborts the apply. */
+typedef int (*tune_affinity_choose_fn)(pid_t pid, pid_t tid, const char *comm, void *userdata,
+                                       const tune_cpuset **ret);
+
+/* Returns 0 when every thread was handled (vanished ones included), -ESRCH when the
+ * process is gone, -EAGAIN when the thread set never settled, or the first per-thread
+ * error (the walk goes on: every thread changed is journaled). stats may be NULL and is
+ * added to, not reset. backend NULL: the kernel. */
+int tune_affinity_apply(const tune_ctx *ctx, const tune_affinity_backend *backend, pid_t pid,
+                        tune_affinity_choose_fn choose, void *userdata,
+                        tune_affinity_journal *journal, tune_affinity_stats *stats);
+/* One thread (FORK or COMM event). -ESRCH when tid is not (or no longer) a thread of pid. */
+int tune_affinity_apply_thread(const tune_ctx *ctx, const tune_affinity_backend *backend, pid_t pid, pid_t tid,
+                               tune_affinity_choose_fn choose, void *userdata,
+                               tune_affinity_journal *journal, tune_affinity_stats *stats);
+
+/* Threads whose affinity is no longer what we applied (the process re-bound itself, or
+ * someone else did): counted in *ret_drifted, the first in *ret_first_tid (may be NULL).
+ * Vanished threads are not drift. */
+int tune_affinity_check(const tune_ctx *ctx, const tune_affinity_backend *backend,
+                        const tune_affinity_journal *journal, unsigned *ret_drifted, pid_t *ret_first_tid);
+
+/* Give the threads still running their originals. A thread whose affinity is no longer
+ * what we applied changed it itself: left alone (skipped). A thread we never saw whose
+ * affinity is one we applied inherited it from a placed thread: it gets the process's
+ * original (the main thread's, else the first journaled). */
+int tune_affinity_restore(const tune_ctx *ctx, const tune_affinity_backend *backend,
+                          const tune_affinity_journal *journal, tune_affinity_stats *stats);

@@ -1,0 +1,513 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "npu-tuned/affinity.h"
+#include "npu-tuned/parse.h"
+
+/* ---- the kernel backend ---- */
+
+static int kernel_get(void *userdata, pid_t tid, tune_cpuset *ret) {
+        const size_t size = CPU_ALLOC_SIZE(TUNE_CPU_MAX);
+        const unsigned long *words;
+        cpu_set_t *set;
+        int r = 0;
+
+        set = CPU_ALLOC(TUNE_CPU_MAX);
+        if (!set)
+                return -ENOMEM;
+        if (sched_getaffinity(tid, size, set) < 0) {
+                r = negative_errno();
+                CPU_FREE(set);
+                return r;
+        }
+        tune_cpuset_clear(ret);
+        /* cpu_set_t is an array of unsigned long, CPU n in bit n % BITS of word n / BITS. */
+        words = (const unsigned long *) set;
+        for (size_t i = 0; r >= 0 && i < size / sizeof(unsigned long); i++)
+                for (unsigned long w = words[i]; w && r >= 0; w &= w - 1)
+                        r = tune_cpuset_add(ret, (unsigned) (i * 8 * sizeof(unsigned long)) + (unsigned) __builtin_ctzl(w));
+        CPU_FREE(set);
+        return r;
+}
+
+static int kernel_set(void *userdata, pid_t tid, const tune_cpuset *cpus) {
+        int last = -1;
+        cpu_set_t *set;
+        size_t size;
+        int r = 0;
+
+        TUNE_CPUSET_FOREACH(c, cpus)
+                last = c;
+        if (last < 0)
+                return -EINVAL; /* an empty mask: never */
+        size = CPU_ALLOC_SIZE((unsigned) last + 1);
+        set = CPU_ALLOC((unsigned) last + 1);
+        if (!set)
+                return -ENOMEM;
+        CPU_ZERO_S(size, set);
+        TUNE_CPUSET_FOREACH(c, cpus)
+                CPU_SET_S((unsigned) c, size, set);
+        if (sched_setaffinity(tid, size, set) < 0)
+                r = negative_errno();
+        CPU_FREE(set);
+        return r;
+}
+
+const tune_affinity_backend tune_affinity_backend_kernel = {
+        .get = kernel_get,
+        .set = kernel_set,
+};
+
+static int pick_backend(const tune_ctx *ctx, const tune_affinity_backend **backend) {
+        if (*backend)
+                return 0;
+        /* Fake trees hold fake pids: never act on the host's real threads. */
+        if (!tune_ctx_is_live(ctx))
+                return -EOPNOTSUPP;
+        *backend = &tune_affinity_backend_kernel;
+        return 0;
+}
+
+/* ---- the journal ---- */
+
+static void entry_done(tune_affinity_entry *e) {
+        tune_cpuset_done(&e->original);
+        tune_cpuset_done(&e->applied);
+}
+
+void tune_affinity_journal_done(tune_affinity_journal *j) {
+        if (!j)
+                return;
+        for (unsigned i = 0; i < j->n; i++)
+                entry_done(&j->entries[i]);
+        free(j->entries);
+        j->entries = NULL;
+        j->n = 0;
+        j->pid = 0;
+}
+
+/* Index of tid, or of where it would go. */
+static unsigned journal_lower_bound(const tune_affinity_journal *j, pid_t tid) {
+        unsigned lo = 0, hi = j->n;
+        while (lo < hi) {
+                unsigned mid = (lo + hi) / 2;
+                if (j->entries[mid].tid < tid)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return lo;
+}
+
+const tune_affinity_entry *tune_affinity_journal_find(const tune_affinity_journal *j, pid_t tid) {
+        unsigned i = journal_lower_bound(j, tid);
+        return i < j->n && j->entries[i].tid == tid ? &j->entries[i] : NULL;
+}
+
+void tune_affinity_journal_forget(tune_affinity_journal *j, pid_t tid) {
+        unsigned i = journal_lower_bound(j, tid);
+        if (i >= j->n || j->entries[i].tid != tid)
+                return;
+        entry_done(&j->entries[i]);
+        memmove(&j->entries[i], &j->entries[i + 1], (j->n - i - 1) * sizeof(tune_affinity_entry));
+        j->n--;
+}
+
+/* The process's original: the main thread's, else the first journaled thread's. */
+static const tune_cpuset *journal_process_original(const tune_affinity_journal *j) {
+        const tune_affinity_entry *e = tune_affinity_journal_find(j, j->pid);
+        if (e)
+                return &e->original;
+        return j->n > 0 ? &j->entries[0].original : NULL;
+}
+
+/* A mask we applied to some thread (a new thread inherits its creator's). */
+static bool journal_is_applied_mask(const tune_affinity_journal *j, const tune_cpuset *s) {
+        for (unsigned i = 0; i < j->n; i++)
+                if (tune_cpuset_equal(&j->entries[i].applied, s))
+                        return true;
+        return false;
+}
+
+static int journal_insert(tune_affinity_journal *j, pid_t tid, const tune_cpuset *current, tune_affinity_entry **ret) {
+        unsigned i = journal_lower_bound(j, tid);
+        const tune_cpuset *original = current;
+        tune_affinity_entry e = { .tid = tid }, *a;
+        int r;
+
+        /* A thread born after we placed its creator carries our mask, not an original. */
+        if (j->n > 0 && journal_is_applied_mask(j, current))
+                original = journal_process_original(j);
+        r = tune_cpuset_copy(&e.original, original);
+        if (r < 0)
+                return r;
+        a = realloc(j->entries, (j->n + 1) * sizeof(tune_affinity_entry));
+        if (!a) {
+                entry_done(&e);
+                return -ENOMEM;
+        }
+        j->entries = a;
+        memmove(&j->entries[i + 1], &j->entries[i], (j->n - i) * sizeof(tune_affinity_entry));
+        j->entries[i] = e;
+        j->n++;
+        *ret = &j->entries[i];
+        return 0;
+}
+
+/* ---- walking threads ---- */
+
+static int task_path(char *buf, size_t size, pid_t pid, pid_t tid, const char *file) {
+        if (tid > 0)
+                return tune_path(buf, size, "/proc/%d/task/%d%s%s", (int) pid, (int) tid, file ? "/" : "", file ? file : "");
+        return tune_path(buf, size, "/proc/%d/task", (int) pid);
+}
+
+static int cmp_pid(const void *a, const void *b) {
+        pid_t x = *(const pid_t *) a, y = *(const pid_t *) b;
+        return x < y ? -1 : x > y;
+}
+
+/* The thread ids of pid, sorted. -ESRCH when the process is gone. */
+static int list_tasks(const tune_ctx *ctx, pid_t pid, pid_t **ret, unsigned *ret_n) {
+        _cleanup_closedir_ DIR *d = NULL;
+        _cleanup_free_ pid_t *tids = NULL;
+        unsigned n = 0, cap = 0;
+        struct dirent *de;
+        char path[64];
+        int r;
+
+        r = task_path(path, sizeof path, pid, 0, NULL);
+        if (r < 0)
+                return r;
+        r = tune_opendir(ctx, path, &d);
+        if (r == -ENOENT)
+                return -ESRCH;
+        if (r < 0)
+                return r;
+        for (;;) {
+                long tid;
+
+                errno = 0;
+                de = readdir(d);
+                if (!de)
+                        break;
+
+                if (de->d_name[0] == '.' || tune_parse_int(de->d_name, 1, INT32_MAX, &tid) < 0)
+                        continue;
+                if (n == cap) {
+                        pid_t *a;
+                        cap = cap ? cap * 2 : 64;
+                        a = realloc(tids, cap * sizeof(pid_t));
+                        if (!a)
+                                return -ENOMEM;
+                        tids = a;
+                }
+                tids[n++] = (pid_t) tid;
+        }
+        if (errno == ESRCH || errno == ENOENT)
+                return -ESRCH;
+        qsort(tids, n, sizeof(pid_t), cmp_pid);
+        *ret = TAKE_PTR(tids);
+        *ret_n = n;
+        return 0;
+}
+
+/* comm of a thread, NUL terminated without the newline; -ESRCH when gone. */
+static int read_comm(const tune_ctx *ctx, pid_t pid, pid_t tid, char **ret) {
+        char path[96], *s;
+        size_t len;
+        int r;
+
+        r = task_path(path, sizeof path, pid, tid, "comm");
+        if (r < 0)
+                return r;
+        r = tune_read_file(ctx, path, 64, &s, &len);
+        if (r == -ENOENT || r == -ESRCH)
+                return -ESRCH;
+        if (r < 0)
+                return r;
+        if (len > 0 && s[len - 1] == '\n')
+                s[len - 1] = 0;
+        *ret = s;
+        return 0;
+}
+
+static int handle_thread(const tune_ctx *ctx, const tune_affinity_backend *b, pid_t pid, pid_t tid,
+                         tune_affinity_choose_fn choose, void *userdata,
+                         tune_affinity_journal *j, tune_affinity_stats *st) {
+        _cleanup_cpuset_ tune_cpuset current = {};
+        _cleanup_free_ char *comm = NULL;
+        const tune_cpuset *target = NULL;
+        tune_affinity_entry *e;
+        bool fresh = false;
+        int r;
+
+        st->seen++;
+        r = read_comm(ctx, pid, tid, &comm);
+        if (r == -ESRCH) {
+                st->vanished++;
+                return 0;
+        }
+        /* Unreadable name: the chooser decides on the main-thread rule alone. */
+        r = choose(pid, tid, r < 0 ? NULL : comm, userdata, &target);
+        if (r < 0)
+                return r;
+        if (!target) {
+                st->skipped++;
+                return 0;
+        }
+        if (tune_cpuset_is_empty(target)) {
+                st->failed++;
+                return -EINVAL;
+        }
+        r = b->get(b->userdata, tid, &current);
+        if (r == -ESRCH) {
+                st->vanished++;
+                return 0;
+        }
+        if (r < 0) {
+                st->failed++;
+                return r;
+        }
+        e = (tune_affinity_entry *) tune_affinity_journal_find(j, tid);
+        if (!e) {
+                /* Journal before writing. */
+                r = journal_insert(j, tid, &current, &e);
+                if (r < 0)
+                        return r;
+                fresh = true;
+        }
+        if (tune_cpuset_equal(&current, target)) {
+                st->unchanged++;
+                return tune_cpuset_copy(&e->applied, target);
+        }
+        r = b->set(b->userdata, tid, target);
+        if (r == -ESRCH) {
+                if (fresh)
+                        tune_affinity_journal_forget(j, tid);
+                st->vanished++;
+                return 0;
+        }
+        if (r < 0) {
+                if (fresh)
+                        tune_affinity_journal_forget(j, tid);
+                st->failed++;
+                return r;
+        }
+        st->set++;
+        return tune_cpuset_copy(&e->applied, target);
+}
+
+static bool sorted_has(const pid_t *a, unsigned n, pid_t x) {
+        unsigned lo = 0, hi = n;
+        while (lo < hi) {
+                unsigned mid = (lo + hi) / 2;
+                if (a[mid] == x)
+                        return true;
+                if (a[mid] < x)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return false;
+}
+
+static int journal_claim(tune_affinity_journal *j, pid_t pid) {
+        if (pid <= 0)
+                return -EINVAL;
+        if (j->pid != 0 && j->pid != pid)
+                return -EINVAL;
+        j->pid = pid;
+        return 0;
+}
+
+int tune_affinity_apply(const tune_ctx *ctx, const tune_affinity_backend *backend, pid_t pid,
+                        tune_affinity_choose_fn choose, void *userdata,
+                        tune_affinity_journal *journal, tune_affinity_stats *stats) {
+        _cleanup_free_ pid_t *done = NULL;
+        tune_affinity_stats dummy = {};
+        unsigned n_done = 0;
+        int first_error = 0, r;
+
+        if (!choose || !journal)
+                return -EINVAL;
+        r = journal_claim(journal, pid);
+        if (r < 0)
+                return r;
+        r = pick_backend(ctx, &backend);
+        if (r < 0)
+                return r;
+        if (!stats)
+                stats = &dummy;
+
+        for (unsigned round = 0;; round++) {
+                _cleanup_free_ pid_t *tids = NULL;
+                unsigned n = 0, n_new = 0;
+                pid_t *merged;
+
+                if (round >= TUNE_AFFINITY_ROUNDS_MAX)
+                        return -EAGAIN;
+                r = list_tasks(ctx, pid, &tids, &n);
+                if (r < 0)
+                        return r;
+                stats->rounds++;
+                for (unsigned i = 0; i < n; i++) {
+                        if (sorted_has(done, n_done, tids[i]))
+                                continue;
+                        n_new++;
+                        r = handle_thread(ctx, backend, pid, tids[i], choose, userdata, journal, stats);
+                        if (r == -ENOMEM)
+                                return r;
+                        if (r < 0 && first_error == 0)
+                                first_error = r;
+                }
+                if (n_new == 0)
+                        break;
+                /* done := done U tids (both sorted). */
+                merged = malloc((n_done + n) * sizeof(pid_t));
+                if (!merged)
+                        return -ENOMEM;
+                unsigned a = 0, b = 0, m = 0;
+                while (a < n_done || b < n) {
+                        if (b >= n || (a < n_done && done[a] < tids[b]))
+                                merged[m++] = done[a++];
+                        else if (a >= n_done || tids[b] < done[a])
+                                merged[m++] = tids[b++];
+                        else {
+                                merged[m++] = done[a++];
+                                b++;
+                        }
+                }
+                free(done);
+                done = merged;
+                n_done = m;
+        }
+        return first_error;
+}
+
+int tune_affinity_apply_thread(const tune_ctx *ctx, const tune_affinity_backend *backend, pid_t pid, pid_t tid,
+                               tune_affinity_choose_fn choose, void *userdata,
+                               tune_affinity_journal *journal, tune_affinity_stats *stats) {
+        tune_affinity_stats dummy = {};
+        char path[96];
+        int r;
+
+        if (!choose || !journal || tid <= 0)
+                return -EINVAL;
+        r = journal_claim(journal, pid);
+        if (r < 0)
+                return r;
+        r = pick_backend(ctx, &backend);
+        if (r < 0)
+                return r;
+        if (!stats)
+                stats = &dummy;
+        /* tid must be a thread of pid: a FORK event's child may already be gone and its
+         * tid reused by an unrelated process. */
+        r = task_path(path, sizeof path, pid, tid, NULL);
+        if (r < 0)
+                return r;
+        if (!tune_exists(ctx, path))
+                return -ESRCH;
+        return handle_thread(ctx, backend, pid, tid, choose, userdata, journal, stats);
+}
+
+int tune_affinity_check(const tune_ctx *ctx, const tune_affinity_backend *backend,
+                        const tune_affinity_journal *journal, unsigned *ret_drifted, pid_t *ret_first_tid) {
+        unsigned drifted = 0;
+        pid_t first = 0;
+        int r;
+
+        r = pick_backend(ctx, &backend);
+        if (r < 0)
+                return r;
+        for (unsigned i = 0; i < journal->n; i++) {
+                const tune_affinity_entry *e = &journal->entries[i];
+                _cleanup_cpuset_ tune_cpuset current = {};
+
+                r = backend->get(backend->userdata, e->tid, &current);
+                if (r == -ESRCH)
+                        continue;
+                if (r < 0)
+                        return r;
+                /* Narrowing inside our set (OpenMP binding each thread to one CPU of the
+                 * pool, a cgroup cpuset) is not drift. */
+                if (!tune_cpuset_is_subset(&current, &e->applied) || tune_cpuset_is_empty(&current)) {
+                        if (drifted++ == 0)
+                                first = e->tid;
+                }
+        }
+        *ret_drifted = drifted;
+        if (ret_first_tid)
+                *ret_first_tid = first;
+        return 0;
+}
+
+int tune_affinity_restore(const tune_ctx *ctx, const tune_affinity_backend *backend,
+                          const tune_affinity_journal *journal, tune_affinity_stats *stats) {
+        _cleanup_free_ pid_t *tids = NULL;
+        tune_affinity_stats dummy = {};
+        const tune_cpuset *process_original;
+        unsigned n = 0;
+        int first_error = 0, r;
+
+        if (journal->pid == 0 || journal->n == 0)
+                return 0;
+        r = pick_backend(ctx, &backend);
+        if (r < 0)
+                return r;
+        if (!stats)
+                stats = &dummy;
+        process_original = journal_process_original(journal);
+        r = list_tasks(ctx, journal->pid, &tids, &n);
+        if (r < 0)
+                return r;
+        stats->rounds++;
+        for (unsigned i = 0; i < n; i++) {
+                const tune_affinity_entry *e = tune_affinity_journal_find(journal, tids[i]);
+                _cleanup_cpuset_ tune_cpuset current = {};
+                const tune_cpuset *target;
+
+                stats->seen++;
+                r = backend->get(backend->userdata, tids[i], &current);
+                if (r == -ESRCH) {
+                        stats->vanished++;
+                        continue;
+                }
+                if (r < 0) {
+                        stats->failed++;
+                        if (first_error == 0)
+                                first_error = r;
+                        continue;
+                }
+                if (e && !tune_cpuset_is_empty(&current) && tune_cpuset_is_subset(&current, &e->applied))
+                        target = &e->original;
+                else if (!e && journal_is_applied_mask(journal, &current))
+                        target = process_original;
+                else {
+                        /* It (or someone) re-bound it after us: theirs to keep. */
+                        stats->skipped++;
+                        continue;
+                }
+                if (tune_cpuset_equal(&current, target)) {
+                        stats->unchanged++;
+                        continue;
+                }
+                r = backend->set(backend->userdata, tids[i], target);
+                if (r == -ESRCH) {
+                        stats->vanished++;
+                        continue;
+                }
+                if (r < 0) {
+                        stats->failed++;
+                        if (first_error == 0)
+                                first_error = r;
+                        continue;
+                }
+                stats->set++;
+        }
+        return first_error;
+}
