@@ -1,11 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "npu-tuned/lines.h"
 #include "npu-tuned/numa-maps.h"
 
 /* Bound on the whole file: 65530 VMAs (the default vm.max_map_count) take ~10 MiB. */
@@ -250,94 +249,42 @@ double tune_numa_usage_locality(const tune_numa_usage *u, const tune_cpuset *nod
         return 100.0 * (double) tune_numa_usage_kib_on(u, nodes, anon_only) / (double) total;
 }
 
+typedef struct foreach_state {
+        tune_numa_vma vma;
+        tune_numa_vma_fn fn;
+        void *userdata;
+        unsigned bad;
+} foreach_state;
+
+static int foreach_line(const char *line, size_t len, void *userdata) {
+        foreach_state *st = userdata;
+
+        if (tune_numa_maps_parse_line(line, len, &st->vma) < 0) {
+                st->bad++;
+                return 0;
+        }
+        return st->fn(&st->vma, st->userdata);
+}
+
 int tune_numa_maps_foreach(const tune_ctx *ctx, pid_t pid, tune_numa_vma_fn fn, void *userdata, unsigned *ret_bad_lines) {
-        _cleanup_close_ int fd = -EBADF;
-        _cleanup_free_ char *buf = NULL;
-        tune_numa_vma v = {};
-        const size_t cap = TUNE_NUMA_MAPS_LINE_MAX + 64 * 1024;
-        size_t have = 0, total = 0;
-        unsigned bad = 0;
-        bool skipping = false; /* inside an over-long line */
+        foreach_state st = { .fn = fn, .userdata = userdata };
+        unsigned n_long = 0;
         char path[64];
         int r;
 
-        if (pid <= 0)
+        if (pid <= 0 || !fn)
                 return -EINVAL;
         r = tune_path(path, sizeof path, "/proc/%d/numa_maps", (int) pid);
         if (r < 0)
                 return r;
-        fd = tune_open(ctx, path, O_RDONLY | O_NOCTTY, 0);
-        if (fd == -ENOENT)
-                return -ESRCH;
-        if (fd < 0)
-                return fd;
-        buf = malloc(cap);
-        if (!buf)
-                return -ENOMEM;
-
-        for (r = 0;;) {
-                ssize_t n = read(fd, buf + have, cap - have);
-                size_t i = 0;
-
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        r = negative_errno();
-                        break;
-                }
-                total += (size_t) n;
-                if (total > NUMA_MAPS_FILE_MAX) {
-                        r = -EFBIG;
-                        break;
-                }
-                have += (size_t) n;
-                for (;;) {
-                        char *nl = memchr(buf + i, '\n', have - i);
-                        size_t end;
-
-                        if (!nl) {
-                                if (n > 0)
-                                        break;
-                                end = have; /* last line without newline */
-                        } else
-                                end = (size_t) (nl - buf);
-                        if (skipping)
-                                skipping = false;
-                        else if (end > i) {
-                                if (end - i > TUNE_NUMA_MAPS_LINE_MAX || tune_numa_maps_parse_line(buf + i, end - i, &v) < 0)
-                                        bad++;
-                                else {
-                                        r = fn(&v, userdata);
-                                        if (r < 0)
-                                                goto finish;
-                                }
-                        }
-                        i = end + 1;
-                        if (i >= have)
-                                break;
-                }
-                if (i > have)
-                        i = have;
-                memmove(buf, buf + i, have - i);
-                have -= i;
-                if (n == 0)
-                        break;
-                if (have >= TUNE_NUMA_MAPS_LINE_MAX) {
-                        /* Over-long line: drop what we have, skip to its newline. */
-                        if (!skipping)
-                                bad++;
-                        have = 0;
-                        skipping = true;
-                }
-        }
-finish:
-        tune_numa_vma_done(&v);
-        if (r == -ESRCH || r == -ENOENT)
+        r = tune_foreach_line(ctx, path, TUNE_NUMA_MAPS_LINE_MAX, NUMA_MAPS_FILE_MAX, foreach_line, &st, &n_long);
+        tune_numa_vma_done(&st.vma);
+        if (r == -ENOENT || r == -ESRCH)
                 return -ESRCH;
         if (r < 0)
                 return r;
         if (ret_bad_lines)
-                *ret_bad_lines = bad;
+                *ret_bad_lines = st.bad + n_long;
         return 0;
 }
 

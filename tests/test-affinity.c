@@ -449,7 +449,7 @@ static void assert_thread_on(const char *name, const tune_cpuset *want) {
 static void test_live_placement(void **state) {
         _cleanup_(tune_ctx_freep) tune_ctx *ctx = NULL;
         _cleanup_(tune_topology_freep) tune_topology *t = NULL;
-        _cleanup_cpuset_ tune_cpuset original = {}, usable0 = {}, other = {};
+        _cleanup_cpuset_ tune_cpuset original = {}, usable0 = {};
         static char ctl_glob[] = "ctl-*", work_glob[] = "work-*";
         static char *ctl_globs[] = { ctl_glob, NULL }, *work_globs[] = { work_glob, NULL };
         tune_policy_rule rule = {

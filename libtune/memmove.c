@@ -1,0 +1,393 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#include <errno.h>
+#include <linux/mempolicy.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "npu-tuned/lines.h"
+#include "npu-tuned/memmove.h"
+#include "npu-tuned/numa-maps.h"
+
+#define BATCH_DEFAULT 1024u
+#define BATCH_MAX 65536u
+/* /proc/PID/maps lines: a path up to PATH_MAX (escaped) plus the fixed fields. */
+#define MAPS_LINE_MAX (4 * 4096 + 256)
+#define MAPS_FILE_MAX (256u * 1024u * 1024u)
+/* A step queries at most this many times its move budget in pages, so a step over sparse
+ * VMAs (reserved but untouched) stays short. */
+#define SCAN_FACTOR 16
+#define NODEMASK_WORDS (TUNE_MEMMOVE_NODEMASK_BITS / (8 * sizeof(unsigned long)))
+
+/* ---- the kernel backend ---- */
+
+static long kernel_migrate_pages(void *userdata, pid_t pid, const unsigned long *old_nodes, const unsigned long *new_nodes) {
+        /* maxnode is one more than the bits the kernel reads (a historic off-by-one that
+         * libnuma also compensates for). */
+        long r = syscall(SYS_migrate_pages, (long) pid, (unsigned long) TUNE_MEMMOVE_NODEMASK_BITS + 1, old_nodes, new_nodes);
+        return r < 0 ? negative_errno() : r;
+}
+
+static long kernel_move_pages(void *userdata, pid_t pid, unsigned long count, void **pages, const int *nodes,
+                              int *status, int flags) {
+        long r = syscall(SYS_move_pages, (long) pid, count, pages, nodes, status, flags);
+        return r < 0 ? negative_errno() : r;
+}
+
+const tune_memmove_backend tune_memmove_backend_kernel = {
+        .migrate_pages = kernel_migrate_pages,
+        .move_pages = kernel_move_pages,
+};
+
+static int pick_backend(const tune_ctx *ctx, const tune_memmove_backend **b) {
+        if (*b)
+                return 0;
+        if (!tune_ctx_is_live(ctx))
+                return -EOPNOTSUPP;
+        *b = &tune_memmove_backend_kernel;
+        return 0;
+}
+
+uint64_t tune_memmove_stats_not_moved(const tune_memmove_stats *s) {
+        return s->busy + s->unmovable + s->denied + s->target_full + s->other;
+}
+
+/* ---- planning ---- */
+
+typedef struct work_vma {
+        uint64_t start, end;  /* end 0: not found in maps */
+        unsigned page_kib;
+        uint64_t off_pages;   /* pages off target when planned */
+} work_vma;
+
+struct tune_memmove {
+        pid_t pid;
+        const tune_memmove_backend *backend;
+        tune_cpuset target;
+        int target_node;
+        int flags;
+        unsigned batch;
+        work_vma *vmas;
+        unsigned n_vmas, cap_vmas;
+        unsigned cur;         /* VMA being worked on */
+        uint64_t addr;        /* next page in it */
+        void **pages, **move_pages;
+        int *status, *nodes, *move_status;
+        tune_memmove_stats stats;
+};
+
+tune_memmove *tune_memmove_free(tune_memmove *m) {
+        if (!m)
+                return NULL;
+        tune_cpuset_done(&m->target);
+        free(m->vmas);
+        free(m->pages);
+        free(m->move_pages);
+        free(m->status);
+        free(m->nodes);
+        free(m->move_status);
+        free(m);
+        return NULL;
+}
+
+static int collect_vma(const tune_numa_vma *v, void *userdata) {
+        tune_memmove *m = userdata;
+        uint64_t off = 0;
+
+        for (int node = 0; node <= v->max_node; node++)
+                if (v->node_pages[node] > 0 && !tune_cpuset_has(&m->target, (unsigned) node))
+                        off += v->node_pages[node];
+        if (off == 0)
+                return 0;
+        if (m->n_vmas == m->cap_vmas) {
+                unsigned cap = m->cap_vmas ? m->cap_vmas * 2 : 64;
+                work_vma *a = realloc(m->vmas, cap * sizeof(work_vma));
+                if (!a)
+                        return -ENOMEM;
+                m->vmas = a;
+                m->cap_vmas = cap;
+        }
+        m->vmas[m->n_vmas++] = (work_vma) { .start = v->start, .page_kib = v->page_kib, .off_pages = off };
+        m->stats.planned_kib += off * v->page_kib;
+        return 0;
+}
+
+static int parse_hex(const char *s, size_t len, uint64_t *ret) {
+        uint64_t v = 0;
+
+        if (len == 0 || len > 16)
+                return -EINVAL;
+        for (size_t i = 0; i < len; i++) {
+                char c = s[i];
+                unsigned d = c >= '0' && c <= '9' ? (unsigned) (c - '0') :
+                             c >= 'a' && c <= 'f' ? (unsigned) (c - 'a' + 10) : 16;
+                if (d > 15)
+                        return -EINVAL;
+                v = v << 4 | d;
+        }
+        *ret = v;
+        return 0;
+}
+
+static int cmp_vma(const void *a, const void *b) {
+        uint64_t x = ((const work_vma *) a)->start, y = ((const work_vma *) b)->start;
+        return x < y ? -1 : x > y;
+}
+
+/* "start-end perms offset dev inode path": the end of a VMA we plan to work on. */
+static int maps_line(const char *line, size_t len, void *userdata) {
+        tune_memmove *m = userdata;
+        const char *dash = memchr(line, '-', len), *sp;
+        uint64_t start, end;
+        unsigned lo = 0, hi = m->n_vmas;
+
+        if (!dash)
+                return 0;
+        sp = memchr(dash, ' ', len - (size_t) (dash - line));
+        if (!sp || parse_hex(line, (size_t) (dash - line), &start) < 0 ||
+            parse_hex(dash + 1, (size_t) (sp - dash - 1), &end) < 0 || end <= start)
+                return 0;
+        while (lo < hi) {
+                unsigned mid = (lo + hi) / 2;
+                if (m->vmas[mid].start == start) {
+                        m->vmas[mid].end = end;
+                        break;
+                }
+                if (m->vmas[mid].start < start)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return 0;
+}
+
+int tune_memmove_new(const tune_ctx *ctx, pid_t pid, const tune_cpuset *target_nodes,
+                     const tune_memmove_params *params, tune_memmove **ret) {
+        _cleanup_(tune_memmove_freep) tune_memmove *m = NULL;
+        const tune_memmove_params defaults = {};
+        unsigned keep = 0;
+        char path[64];
+        int r;
+
+        if (pid <= 0 || !target_nodes || tune_cpuset_is_empty(target_nodes) || !ret)
+                return -EINVAL;
+        if (!params)
+                params = &defaults;
+        m = calloc(1, sizeof *m);
+        if (!m)
+                return -ENOMEM;
+        m->pid = pid;
+        m->backend = params->backend;
+        r = pick_backend(ctx, &m->backend);
+        if (r < 0)
+                return r;
+        r = tune_cpuset_copy(&m->target, target_nodes);
+        if (r < 0)
+                return r;
+        m->target_node = tune_cpuset_next(target_nodes, 0);
+        if (m->target_node >= TUNE_MEMMOVE_NODEMASK_BITS)
+                return -ERANGE;
+        m->flags = params->move_shared ? MPOL_MF_MOVE_ALL : MPOL_MF_MOVE;
+        m->batch = params->batch_pages ? params->batch_pages : BATCH_DEFAULT;
+        if (m->batch > BATCH_MAX)
+                m->batch = BATCH_MAX;
+        m->pages = calloc(m->batch, sizeof(void *));
+        m->move_pages = calloc(m->batch, sizeof(void *));
+        m->status = calloc(m->batch, sizeof(int));
+        m->nodes = calloc(m->batch, sizeof(int));
+        m->move_status = calloc(m->batch, sizeof(int));
+        if (!m->pages || !m->move_pages || !m->status || !m->nodes || !m->move_status)
+                return -ENOMEM;
+
+        r = tune_numa_maps_foreach(ctx, pid, collect_vma, m, NULL);
+        if (r < 0)
+                return r;
+        if (m->n_vmas > 1)
+                qsort(m->vmas, m->n_vmas, sizeof(work_vma), cmp_vma);
+        r = tune_path(path, sizeof path, "/proc/%d/maps", (int) pid);
+        if (r < 0)
+                return r;
+        r = tune_foreach_line(ctx, path, MAPS_LINE_MAX, MAPS_FILE_MAX, maps_line, m, NULL);
+        if (r == -ENOENT)
+                return -ESRCH;
+        if (r < 0)
+                return r;
+        /* VMAs gone (or changed) between the two reads are skipped. */
+        for (unsigned i = 0; i < m->n_vmas; i++) {
+                if (m->vmas[i].end == 0) {
+                        m->stats.vmas_skipped++;
+                        m->stats.planned_kib -= m->vmas[i].off_pages * m->vmas[i].page_kib;
+                        continue;
+                }
+                m->vmas[keep++] = m->vmas[i];
+        }
+        m->n_vmas = keep;
+        m->stats.vmas = keep;
+        m->addr = keep > 0 ? m->vmas[0].start : 0;
+        *ret = TAKE_PTR(m);
+        return 0;
+}
+
+const tune_memmove_stats *tune_memmove_get_stats(const tune_memmove *m) {
+        return &m->stats;
+}
+
+static void count_query_status(tune_memmove_stats *s, int st) {
+        switch (st) {
+        case -ENOENT:
+                s->absent++;
+                break;
+        case -EFAULT:
+                s->unmovable++;
+                break;
+        case -EACCES:
+                s->denied++;
+                break;
+        case -EBUSY:
+                s->busy++;
+                break;
+        default:
+                s->other++;
+        }
+}
+
+static void count_move_status(tune_memmove *m, int st, unsigned page_kib) {
+        tune_memmove_stats *s = &m->stats;
+
+        if (st >= 0) {
+                if (st == m->target_node) {
+                        s->moved++;
+                        s->moved_kib += page_kib;
+                } else
+                        s->other++;
+                return;
+        }
+        switch (st) {
+        case -ENOMEM:
+                s->target_full++;
+                break;
+        case -ENOENT:
+                s->absent++; /* went away between query and move */
+                break;
+        default:
+                count_query_status(s, st);
+        }
+}
+
+int tune_memmove_step(tune_memmove *m, uint64_t max_kib) {
+        /* moved_kib: KiB we asked the kernel to move in this step (the cost the budget
+         * bounds, whether or not every page could move). */
+        uint64_t moved_kib = 0, scanned = 0, scan_limit = UINT64_MAX;
+
+        if (max_kib > 0)
+                scan_limit = (max_kib / 4 > 0 ? max_kib / 4 : 1) * SCAN_FACTOR;
+        while (m->cur < m->n_vmas) {
+                const work_vma *v = &m->vmas[m->cur];
+                const uint64_t page_bytes = (uint64_t) v->page_kib * 1024;
+                uint64_t left = (v->end - m->addr) / page_bytes, count = m->batch;
+                unsigned n_move = 0;
+                long r;
+
+                if (m->addr >= v->end || left == 0) {
+                        if (++m->cur < m->n_vmas)
+                                m->addr = m->vmas[m->cur].start;
+                        continue;
+                }
+                if (max_kib > 0) {
+                        uint64_t budget_pages = (max_kib - moved_kib) / v->page_kib;
+                        if (budget_pages == 0) {
+                                /* A page bigger than the whole budget still moves, alone. */
+                                if (moved_kib > 0)
+                                        return 1;
+                                budget_pages = 1;
+                        }
+                        if (count > budget_pages)
+                                count = budget_pages;
+                        if (scanned >= scan_limit)
+                                return 1;
+                }
+                if (count > left)
+                        count = left;
+                for (uint64_t i = 0; i < count; i++)
+                        m->pages[i] = (void *) (uintptr_t) (m->addr + i * page_bytes);
+
+                /* Where is each page now? */
+                r = m->backend->move_pages(m->backend->userdata, m->pid, count, m->pages, NULL, m->status, 0);
+                m->stats.calls++;
+                if (r < 0)
+                        return r == -ENOENT ? -ESRCH : (int) r;
+                m->stats.scanned += count;
+                scanned += count;
+                for (uint64_t i = 0; i < count; i++) {
+                        int st = m->status[i];
+                        if (st >= 0 && tune_cpuset_has(&m->target, (unsigned) st))
+                                m->stats.on_target++;
+                        else if (st >= 0) {
+                                m->move_pages[n_move] = m->pages[i];
+                                m->nodes[n_move] = m->target_node;
+                                n_move++;
+                        } else
+                                count_query_status(&m->stats, st);
+                }
+                if (n_move > 0) {
+                        r = m->backend->move_pages(m->backend->userdata, m->pid, n_move, m->move_pages, m->nodes,
+                                                   m->move_status, m->flags);
+                        m->stats.calls++;
+                        if (r < 0)
+                                return r == -ENOENT ? -ESRCH : (int) r;
+                        for (unsigned i = 0; i < n_move; i++)
+                                count_move_status(m, m->move_status[i], v->page_kib);
+                        moved_kib += (uint64_t) n_move * v->page_kib;
+                }
+                m->addr += count * page_bytes;
+                if (m->addr >= v->end && ++m->cur < m->n_vmas)
+                        m->addr = m->vmas[m->cur].start;
+                if (max_kib > 0 && moved_kib >= max_kib)
+                        return m->cur < m->n_vmas;
+        }
+        return 0;
+}
+
+static int nodemask_from(const tune_cpuset *s, unsigned long mask[static NODEMASK_WORDS]) {
+        memset(mask, 0, NODEMASK_WORDS * sizeof(unsigned long));
+        TUNE_CPUSET_FOREACH(n, s) {
+                if (n >= TUNE_MEMMOVE_NODEMASK_BITS)
+                        return -ERANGE;
+                mask[(unsigned) n / (8 * sizeof(unsigned long))] |= 1UL << ((unsigned) n % (8 * sizeof(unsigned long)));
+        }
+        return 0;
+}
+
+long tune_memmove_migrate_all(const tune_ctx *ctx, pid_t pid, const tune_cpuset *from_nodes,
+                              const tune_cpuset *target_nodes, const tune_memmove_backend *backend) {
+        _cleanup_cpuset_ tune_cpuset from = {}, to = {};
+        unsigned long old_mask[NODEMASK_WORDS], new_mask[NODEMASK_WORDS];
+        int target, r;
+
+        if (pid <= 0 || !from_nodes || !target_nodes)
+                return -EINVAL;
+        target = tune_cpuset_next(target_nodes, 0);
+        if (target < 0)
+                return -EINVAL;
+        r = pick_backend(ctx, &backend);
+        if (r < 0)
+                return r;
+        r = tune_cpuset_copy(&from, from_nodes);
+        if (r < 0)
+                return r;
+        tune_cpuset_andnot(&from, target_nodes);
+        if (tune_cpuset_is_empty(&from))
+                return 0;
+        r = tune_cpuset_add(&to, (unsigned) target);
+        if (r < 0)
+                return r;
+        r = nodemask_from(&from, old_mask);
+        if (r < 0)
+                return r;
+        r = nodemask_from(&to, new_mask);
+        if (r < 0)
+                return r;
+        return backend->migrate_pages(backend->userdata, pid, old_mask, new_mask);
+}
