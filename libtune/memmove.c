@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 #include <errno.h>
+#include <stdint.h>
 #include <linux/mempolicy.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,7 +52,7 @@ static int pick_backend(const tune_ctx *ctx, const tune_memmove_backend **b) {
 }
 
 uint64_t tune_memmove_stats_not_moved(const tune_memmove_stats *s) {
-        return s->busy + s->unmovable + s->denied + s->target_full + s->other;
+        return s->busy + s->unmovable + s->denied + s->target_full + s->failed + s->other;
 }
 
 /* ---- planning ---- */
@@ -74,7 +75,7 @@ struct tune_memmove {
         unsigned cur;         /* VMA being worked on */
         uint64_t addr;        /* next page in it */
         void **pages, **move_pages;
-        int *status, *nodes, *move_status;
+        int *status, *nodes, *move_status, *orig;
         tune_memmove_stats stats;
 };
 
@@ -88,6 +89,7 @@ tune_memmove *tune_memmove_free(tune_memmove *m) {
         free(m->status);
         free(m->nodes);
         free(m->move_status);
+        free(m->orig);
         free(m);
         return NULL;
 }
@@ -198,7 +200,8 @@ int tune_memmove_new(const tune_ctx *ctx, pid_t pid, const tune_cpuset *target_n
         m->status = calloc(m->batch, sizeof(int));
         m->nodes = calloc(m->batch, sizeof(int));
         m->move_status = calloc(m->batch, sizeof(int));
-        if (!m->pages || !m->move_pages || !m->status || !m->nodes || !m->move_status)
+        m->orig = calloc(m->batch, sizeof(int));
+        if (!m->pages || !m->move_pages || !m->status || !m->nodes || !m->move_status || !m->orig)
                 return -ENOMEM;
 
         r = tune_numa_maps_foreach(ctx, pid, collect_vma, m, NULL);
@@ -248,6 +251,9 @@ static void count_query_status(tune_memmove_stats *s, int st) {
         case -EBUSY:
                 s->busy++;
                 break;
+        case -EAGAIN:
+                s->failed++;
+                break;
         default:
                 s->other++;
         }
@@ -276,6 +282,76 @@ static void count_move_status(tune_memmove *m, int st, unsigned page_kib) {
         }
 }
 
+/* move_pages(2) stops at the first batch of pages that fails to migrate and returns how
+ * many were not migrated; the statuses of the pages after it are NOT written. So every
+ * status starts as this sentinel, pages still carrying it are tried again, and pages that
+ * failed are queried once more: a subpage of a transparent huge page that moved with its
+ * head can report a failure although it is on the target now. */
+#define STATUS_UNSET INT32_MIN
+#define MOVE_ATTEMPTS 4
+
+static void add_failed(tune_memmove *m, unsigned *n_failed, void *page, int st) {
+        /* m->pages and m->orig are free once the batch's query is done. */
+        m->pages[*n_failed] = page;
+        m->orig[*n_failed] = st;
+        (*n_failed)++;
+}
+
+static int move_batch(tune_memmove *m, unsigned n, unsigned page_kib) {
+        unsigned n_failed = 0;
+        long r;
+
+        for (unsigned attempt = 0; n > 0; attempt++) {
+                bool last = attempt + 1 >= MOVE_ATTEMPTS;
+                unsigned n_retry = 0, n_reported = 0;
+
+                for (unsigned i = 0; i < n; i++) {
+                        m->nodes[i] = m->target_node;
+                        m->move_status[i] = STATUS_UNSET;
+                }
+                r = m->backend->move_pages(m->backend->userdata, m->pid, n, m->move_pages, m->nodes,
+                                           m->move_status, m->flags);
+                m->stats.calls++;
+                if (r < 0)
+                        return r == -ENOENT ? -ESRCH : (int) r;
+                for (unsigned i = 0; i < n; i++) {
+                        int st = m->move_status[i];
+
+                        if (st == STATUS_UNSET) {
+                                if (last)
+                                        add_failed(m, &n_failed, m->move_pages[i], -EAGAIN);
+                                else
+                                        m->move_pages[n_retry++] = m->move_pages[i];
+                                continue;
+                        }
+                        n_reported++;
+                        if (st >= 0 || st == -ENOENT || st == -ENOMEM)
+                                count_move_status(m, st, page_kib);
+                        else
+                                add_failed(m, &n_failed, m->move_pages[i], st);
+                }
+                if (n_retry > 0 && n_reported == 0) {
+                        /* The kernel wrote no status at all: trying again will not help. */
+                        for (unsigned i = 0; i < n_retry; i++)
+                                add_failed(m, &n_failed, m->move_pages[i], -EAGAIN);
+                        n_retry = 0;
+                }
+                n = n_retry;
+        }
+        if (n_failed == 0)
+                return 0;
+        r = m->backend->move_pages(m->backend->userdata, m->pid, n_failed, m->pages, NULL, m->status, 0);
+        m->stats.calls++;
+        if (r < 0)
+                return r == -ENOENT ? -ESRCH : (int) r;
+        for (unsigned i = 0; i < n_failed; i++) {
+                int now = m->status[i];
+                count_move_status(m, now >= 0 && tune_cpuset_has(&m->target, (unsigned) now) ? m->target_node : m->orig[i],
+                                  page_kib);
+        }
+        return 0;
+}
+
 int tune_memmove_step(tune_memmove *m, uint64_t max_kib) {
         /* moved_kib: KiB we asked the kernel to move in this step (the cost the budget
          * bounds, whether or not every page could move). */
@@ -286,26 +362,24 @@ int tune_memmove_step(tune_memmove *m, uint64_t max_kib) {
         while (m->cur < m->n_vmas) {
                 const work_vma *v = &m->vmas[m->cur];
                 const uint64_t page_bytes = (uint64_t) v->page_kib * 1024;
-                uint64_t left = (v->end - m->addr) / page_bytes, count = m->batch;
+                uint64_t left = m->addr < v->end ? (v->end - m->addr) / page_bytes : 0;
+                uint64_t count = m->batch, consumed, budget_pages = UINT64_MAX;
                 unsigned n_move = 0;
                 long r;
 
-                if (m->addr >= v->end || left == 0) {
+                if (left == 0) {
                         if (++m->cur < m->n_vmas)
                                 m->addr = m->vmas[m->cur].start;
                         continue;
                 }
                 if (max_kib > 0) {
-                        uint64_t budget_pages = (max_kib - moved_kib) / v->page_kib;
-                        if (budget_pages == 0) {
-                                /* A page bigger than the whole budget still moves, alone. */
-                                if (moved_kib > 0)
-                                        return 1;
-                                budget_pages = 1;
-                        }
-                        if (count > budget_pages)
-                                count = budget_pages;
-                        if (scanned >= scan_limit)
+                        if (moved_kib >= max_kib || scanned >= scan_limit)
+                                return 1;
+                        budget_pages = (max_kib - moved_kib) / v->page_kib;
+                        /* A page bigger than the whole budget still moves, alone. */
+                        if (budget_pages == 0)
+                                budget_pages = moved_kib == 0 ? 1 : 0;
+                        if (budget_pages == 0)
                                 return 1;
                 }
                 if (count > left)
@@ -318,34 +392,33 @@ int tune_memmove_step(tune_memmove *m, uint64_t max_kib) {
                 m->stats.calls++;
                 if (r < 0)
                         return r == -ENOENT ? -ESRCH : (int) r;
-                m->stats.scanned += count;
-                scanned += count;
-                for (uint64_t i = 0; i < count; i++) {
-                        int st = m->status[i];
+                /* Take off-target pages up to the budget; the batch ends before the first
+                 * one that does not fit, and the next step starts there. */
+                for (consumed = 0; consumed < count; consumed++) {
+                        int st = m->status[consumed];
+
                         if (st >= 0 && tune_cpuset_has(&m->target, (unsigned) st))
                                 m->stats.on_target++;
                         else if (st >= 0) {
-                                m->move_pages[n_move] = m->pages[i];
-                                m->nodes[n_move] = m->target_node;
-                                n_move++;
-                        } else
+                                if (n_move >= budget_pages)
+                                        break;
+                                m->move_pages[n_move++] = m->pages[consumed];
+                        } else if (st == -EFAULT || st == -ENOENT)
+                                /* No page of its own there: never touched (no page table:
+                                 * -EFAULT), not present (-ENOENT), or the zero page. */
+                                m->stats.absent++;
+                        else
                                 count_query_status(&m->stats, st);
                 }
+                m->stats.scanned += consumed;
+                scanned += consumed;
                 if (n_move > 0) {
-                        r = m->backend->move_pages(m->backend->userdata, m->pid, n_move, m->move_pages, m->nodes,
-                                                   m->move_status, m->flags);
-                        m->stats.calls++;
+                        r = move_batch(m, n_move, v->page_kib);
                         if (r < 0)
-                                return r == -ENOENT ? -ESRCH : (int) r;
-                        for (unsigned i = 0; i < n_move; i++)
-                                count_move_status(m, m->move_status[i], v->page_kib);
+                                return r;
                         moved_kib += (uint64_t) n_move * v->page_kib;
                 }
-                m->addr += count * page_bytes;
-                if (m->addr >= v->end && ++m->cur < m->n_vmas)
-                        m->addr = m->vmas[m->cur].start;
-                if (max_kib > 0 && moved_kib >= max_kib)
-                        return m->cur < m->n_vmas;
+                m->addr += consumed * page_bytes;
         }
         return 0;
 }

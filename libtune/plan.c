@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -125,9 +126,12 @@ _printf_(2, 3) static int add_reason(tune_placement *p, const char *fmt, ...) {
         return 0;
 }
 
-/* "3.2 GiB": memory amounts in reasons. */
+/* "3.2 GiB", "512 MiB": memory amounts in reasons. */
 static const char *format_gib(uint64_t kib, char buf[static 32]) {
-        snprintf(buf, 32, "%.1f GiB", (double) kib / (1024.0 * 1024.0));
+        if (kib >= 1024 * 1024)
+                snprintf(buf, 32, "%.1f GiB", (double) kib / (1024.0 * 1024.0));
+        else
+                snprintf(buf, 32, "%" PRIu64 " MiB", kib / 1024);
         return buf;
 }
 

@@ -9,10 +9,13 @@
  * /proc/PID/maps for their ends) and then moves at most N KiB per tune_memmove_step()
  * call, with move_pages(2) in batches: first a query (where is each page?), then a move
  * of only the pages not on a target node. So the budget counts pages really moved, and
- * every page gets a status: moved, already there, absent (never touched), busy (pinned
- * for DMA: -EBUSY), unmovable (zero page, special mapping: -EFAULT), denied (shared
- * without MPOL_MF_MOVE_ALL: -EACCES), target full (-ENOMEM). Pages that cannot move are
- * counted and reported, never an error.
+ * every page gets a status: moved, already there, absent (never touched, zero page),
+ * busy (pinned for DMA: -EBUSY), unmovable (special mapping: -EFAULT), denied (shared
+ * without MPOL_MF_MOVE_ALL: -EACCES), target full (-ENOMEM), failed. Pages that cannot move are
+ * counted and reported, never an error. move_pages(2) stops a batch at the first page
+ * group that fails to migrate and leaves the later statuses unwritten: those pages are
+ * tried again, and pages reported as failed are queried once more (a subpage of a
+ * transparent huge page that moved with its head can report -EBUSY).
  *
  * The daemon drives a session from an sd-event timer: every T ms,
  * tune_memmove_step(m, rate_kib_per_s * T / 1000) until it returns 0. When the policy sets
@@ -62,11 +65,14 @@ typedef struct tune_memmove_stats {
         uint64_t on_target;     /* already on a target node */
         uint64_t moved;
         uint64_t moved_kib;
-        uint64_t absent;        /* -ENOENT: not present (never touched, swapped out) */
+        uint64_t absent;        /* no page of its own there: never touched, swapped out, the zero
+                                 * page (-ENOENT, or -EFAULT when queried) */
         uint64_t busy;          /* -EBUSY: pinned (DMA) or under I/O */
-        uint64_t unmovable;     /* -EFAULT: zero page, special or device mapping */
+        uint64_t unmovable;     /* -EFAULT when moved: special or device mapping */
         uint64_t denied;        /* -EACCES: mapped by other processes, no MOVE_ALL */
         uint64_t target_full;   /* -ENOMEM: the target node ran out */
+        uint64_t failed;        /* migration failed; the kernel cut the batch short (tried
+                                 * MOVE_ATTEMPTS times) */
         uint64_t other;         /* any other per-page status */
         unsigned calls;         /* move_pages() calls */
 } tune_memmove_stats;

@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* threads-target: a stand-in for an inference worker, to be placed by place-pid (and later
+ * by the daemon). Named control threads ("ctl-N") and compute threads ("work-N"), MiB of
+ * memory touched on a chosen node before anyone places it, optionally one more compute
+ * thread created later. Prints "ready PID" when set up, then waits, bounded by --timeout.
+ *
+ *   threads-target --control 2 --compute 2 --mib 256 --node 0 --late-ms 1000 --timeout 120
+ *
+ * Dependency-free (raw set_mempolicy syscall) so it runs in a busybox guest. */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MPOL_DEFAULT 0
+#define MPOL_BIND 2
+#define NODEMASK_BITS 1024
+
+static void *idle(void *arg) {
+        prctl(PR_SET_NAME, (unsigned long) arg, 0, 0, 0);
+        for (;;)
+                pause();
+        return NULL;
+}
+
+static int spawn(const char *prefix, unsigned i) {
+        char *name = malloc(16);
+        pthread_t t;
+
+        if (!name)
+                return -ENOMEM;
+        snprintf(name, 16, "%s-%u", prefix, i);
+        return -pthread_create(&t, NULL, idle, name);
+}
+
+static long set_mempolicy_node(int mode, int node) {
+        unsigned long mask[NODEMASK_BITS / (8 * sizeof(unsigned long))] = {};
+
+        if (mode == MPOL_DEFAULT)
+                return syscall(SYS_set_mempolicy, MPOL_DEFAULT, NULL, 0);
+        mask[node / (8 * sizeof(unsigned long))] = 1UL << (node % (8 * sizeof(unsigned long)));
+        return syscall(SYS_set_mempolicy, mode, mask, NODEMASK_BITS + 1);
+}
+
+static unsigned long arg_num(const char *s) {
+        char *end;
+        unsigned long v;
+
+        errno = 0;
+        v = strtoul(s, &end, 10);
+        if (errno || *end || end == s || v > 1000000) {
+                fprintf(stderr, "threads-target: bad number '%s'\n", s);
+                exit(2);
+        }
+        return v;
+}
+
+int main(int argc, char **argv) {
+        unsigned long control = 2, compute = 2, mib = 0, late_ms = 0, timeout = 300;
+        long node = -1;
+        char *mem = NULL;
+
+        for (int i = 1; i < argc; i++) {
+                const char *a = argv[i];
+                if (i + 1 >= argc) {
+                        fprintf(stderr, "threads-target: %s needs a value\n", a);
+                        return 2;
+                }
+                unsigned long v = arg_num(argv[++i]);
+                if (!strcmp(a, "--control"))
+                        control = v;
+                else if (!strcmp(a, "--compute"))
+                        compute = v;
+                else if (!strcmp(a, "--mib"))
+                        mib = v;
+                else if (!strcmp(a, "--node"))
+                        node = (long) v;
+                else if (!strcmp(a, "--late-ms"))
+                        late_ms = v;
+                else if (!strcmp(a, "--timeout"))
+                        timeout = v;
+                else {
+                        fprintf(stderr, "threads-target: unknown option %s\n", a);
+                        return 2;
+                }
+        }
+        /* Never outlive a test that forgot us. */
+        alarm((unsigned) timeout);
+
+        if (mib > 0) {
+                if (node >= 0 && set_mempolicy_node(MPOL_BIND, (int) node) < 0) {
+                        perror("threads-target: set_mempolicy");
+                        return 1;
+                }
+                mem = mmap(NULL, mib << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                if (mem == MAP_FAILED) {
+                        perror("threads-target: mmap");
+                        return 1;
+                }
+                memset(mem, 0x5a, mib << 20);
+                /* Back to the default policy: the placement, not our binding, decides now. */
+                if (node >= 0 && set_mempolicy_node(MPOL_DEFAULT, 0) < 0) {
+                        perror("threads-target: set_mempolicy");
+                        return 1;
+                }
+        }
+        for (unsigned i = 0; i < control; i++)
+                if (spawn("ctl", i) < 0)
+                        return 1;
+        for (unsigned i = 0; i < compute; i++)
+                if (spawn("work", i) < 0)
+                        return 1;
+        printf("ready %d\n", (int) getpid());
+        fflush(stdout);
+        if (late_ms > 0) {
+                struct timespec ts = { .tv_sec = (time_t) (late_ms / 1000), .tv_nsec = (long) (late_ms % 1000) * 1000000L };
+                nanosleep(&ts, NULL);
+                if (spawn("work-late", 0) < 0)
+                        return 1;
+        }
+        for (;;)
+                pause();
+}

@@ -1,0 +1,89 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# Placement on a real 4-node kernel, with the library alone (place-pid; the daemon's own
+# scenario comes when the watcher wiring lands). QEMU's edu device (1234:11e8) on the
+# last node stands in for an NPU; a threads-target process has named control and compute
+# threads and 256 MiB touched on node 0 before it is placed; one more compute thread is
+# born 1 s later, before the settle delay ends.
+#
+# Asserted from kernel state, not from place-pid's report:
+#   - every thread's Cpus_allowed_list is the edu node's CPUs by role (control: its first
+#     CPU, compute: its second), the late thread included;
+#   - >= 95 % of the process's pages are on the edu node per /proc/PID/numa_maps.
+#
+# Run: tests/vm/run-vm-test.sh --scenario tests/vm/scenarios/placement.sh --edu-node 3 \
+#        --file build/tests/place-pid --file build/tests/threads-target
+# shellcheck source-path=SCRIPTDIR source=../guest-lib.sh
+. /usr/lib/npu-vm/lib.sh
+
+for tool in place-pid threads-target; do
+	command -v "$tool" >/dev/null || vm_fail "$tool not in the guest (pass it with --file)"
+done
+[ "$VM_CPUS_PER_NODE" -ge 2 ] || vm_skip "needs 2 CPUs per node to split roles (got $VM_CPUS_PER_NODE)"
+set -- $VM_EDU
+[ $# -ge 1 ] || vm_skip "no edu device (--edu-node N)"
+edu_bdf=${1%=*}
+edu_node=${1#*=}
+[ "$edu_node" != 0 ] || vm_skip "the edu device must not be on node 0 (memory starts there)"
+node_cpus=$(cat /sys/devices/system/node/node$edu_node/cpulist)
+first=$((edu_node * VM_CPUS_PER_NODE))
+control_cpu=$first
+compute_cpu=$((first + 1))
+vm_log "edu $edu_bdf on node $edu_node (cpus $node_cpus): control -> $control_cpu, compute -> $compute_cpu"
+
+# --- the process to place -------------------------------------------------------------
+threads-target --control 2 --compute 2 --mib 256 --node 0 --late-ms 1000 --timeout 200 >/tmp/ready &
+target=$!
+vm_wait_for 20 grep -q '^ready' /tmp/ready || vm_fail "threads-target did not start"
+
+# numa_maps pages: "pct NODE PID" prints the % of all pages on NODE.
+pct_on() {
+	awk -v n="N$1=" '{ for (i = 1; i <= NF; i++) if ($i ~ /^N[0-9]+=/) {
+		split($i, kv, "="); sz = 4
+		for (j = 1; j <= NF; j++) if ($j ~ /^kernelpagesize_kB=/) { split($j, p, "="); sz = p[2] }
+		total += kv[2] * sz; if (index($i, n) == 1) on += kv[2] * sz } }
+		END { if (total == 0) print 0; else printf "%d\n", on * 100 / total }' "/proc/$2/numa_maps"
+}
+before=$(pct_on 0 "$target")
+vm_log "before: ${before}% of the pages on node 0, $(pct_on "$edu_node" "$target")% on node $edu_node"
+[ "$before" -ge 90 ] || vm_fail "setup: only ${before}% of the pages on node 0 before placement"
+
+# --- place it -------------------------------------------------------------------------
+timeout 150 place-pid --pid "$target" --kind edu:1234:11e8 --accel edu:0 \
+	--control-glob 'ctl-*' --control-main --control-cpus 1 \
+	--compute-glob 'work-*' --compute-cpus 1 \
+	--min-free-mib 64 --settle-ms 2000 --rate-mib-s 256 --tick-ms 50 >/tmp/place.json
+rc=$?
+cat /tmp/place.json
+[ $rc = 0 ] || vm_fail "place-pid exited $rc"
+
+# --- kernel state: threads ------------------------------------------------------------
+n=0
+for task in /proc/"$target"/task/*; do
+	tid=${task##*/}
+	comm=$(cat "$task/comm")
+	allowed=$(awk '/^Cpus_allowed_list:/ { print $2 }' "$task/status")
+	case $comm in
+	ctl-*) want=$control_cpu ;;
+	work-*) want=$compute_cpu ;;
+	*) if [ "$tid" = "$target" ]; then want=$control_cpu; else want="(none: unexpected thread)"; fi ;;
+	esac
+	vm_expect_eq "thread $tid ($comm) Cpus_allowed_list" "$allowed" "$want"
+	n=$((n + 1))
+done
+vm_expect_eq "threads (main, ctl-0, ctl-1, work-0, work-1, work-late-0)" "$n" 6
+
+# --- kernel state: memory -------------------------------------------------------------
+after=$(pct_on "$edu_node" "$target")
+if [ "$after" -ge 95 ]; then
+	vm_ok "${after}% of the pages on node $edu_node (>= 95%)"
+else
+	cat "/proc/$target/numa_maps"
+	vm_not_ok "pages on node $edu_node" "${after}% < 95%"
+fi
+not_moved=$(sed -n 's/.*"not_moved": *\([0-9]*\).*/\1/p' /tmp/place.json | head -n1)
+vm_log "place-pid reports ${not_moved:-?} pages not moved"
+
+kill "$target" 2>/dev/null
+vm_finish
