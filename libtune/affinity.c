@@ -315,6 +315,54 @@ static bool sorted_has(const pid_t *a, unsigned n, pid_t x) {
         return false;
 }
 
+/* Field 22 of /proc/PID/stat; the comm in field 2 may hold spaces and parentheses, so
+ * count from the last ')'. */
+static int read_start_time(const tune_ctx *ctx, pid_t pid, uint64_t *ret) {
+        _cleanup_free_ char *text = NULL;
+        char path[64];
+        const char *p;
+        int r;
+
+        r = tune_path(path, sizeof path, "/proc/%d/stat", (int) pid);
+        if (r < 0)
+                return r;
+        r = tune_read_file(ctx, path, 4096, &text, NULL);
+        if (r == -ENOENT || r == -ESRCH)
+                return -ESRCH;
+        if (r < 0)
+                return r;
+        p = strrchr(text, ')');
+        if (!p)
+                return -EBADMSG;
+        p++;
+        /* After ')': field 3 (state) ... field 22. */
+        for (int field = 3; field < 22; field++) {
+                p = strchr(p + 1, ' ');
+                if (!p)
+                        return -EBADMSG;
+        }
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(p + 1, &end, 10);
+        if (errno || end == p + 1 || (*end != ' ' && *end != '\n' && *end != 0))
+                return -EBADMSG;
+        *ret = v;
+        return 0;
+}
+
+/* The journal's process is still the one it was written for. */
+static int journal_check_identity(const tune_ctx *ctx, const tune_affinity_journal *j) {
+        uint64_t now;
+        int r;
+
+        if (j->start_time == 0)
+                return 0;
+        r = read_start_time(ctx, j->pid, &now);
+        if (r < 0)
+                return r;
+        return now == j->start_time ? 0 : -ESRCH;
+}
+
 static int journal_claim(tune_affinity_journal *j, pid_t pid) {
         if (pid <= 0)
                 return -EINVAL;
@@ -424,6 +472,9 @@ int tune_affinity_check(const tune_ctx *ctx, const tune_affinity_backend *backen
         r = pick_backend(ctx, &backend);
         if (r < 0)
                 return r;
+        r = journal_check_identity(ctx, journal);
+        if (r < 0)
+                return r;
         for (unsigned i = 0; i < journal->n; i++) {
                 const tune_affinity_entry *e = &journal->entries[i];
                 _cleanup_cpuset_ tune_cpuset current = {};
@@ -461,6 +512,9 @@ int tune_affinity_restore(const tune_ctx *ctx, const tune_affinity_backend *back
                 return r;
         if (!stats)
                 stats = &dummy;
+        r = journal_check_identity(ctx, journal);
+        if (r < 0)
+                return r;
         process_original = journal_process_original(journal);
         r = list_tasks(ctx, journal->pid, &tids, &n);
         if (r < 0)

@@ -1112,7 +1112,7 @@ static placer_entry *placer_find(const tune_placer *p, uint64_t key) {
 }
 
 static int entry_fill(placer_entry *e, uint64_t key, const tune_policy_rule *rule,
-                      const tune_accel *accels, unsigned n_accels) {
+                      const tune_accel *const *accels, unsigned n_accels) {
         *e = (placer_entry) { .key = key, .rule = rule, .n_accels = n_accels };
         if (n_accels == 0)
                 return 0;
@@ -1123,7 +1123,11 @@ static int entry_fill(placer_entry *e, uint64_t key, const tune_policy_rule *rul
                 return -ENOMEM;
         }
         for (unsigned j = 0; j < n_accels; j++) {
-                e->accels[j] = accels[j];
+                if (!accels[j]) {
+                        entry_done(e);
+                        return -EINVAL;
+                }
+                e->accels[j] = *accels[j];
                 e->accels[j].local_cpus = (tune_cpuset) {};
                 e->accel_ptrs[j] = &e->accels[j];
         }
@@ -1131,7 +1135,7 @@ static int entry_fill(placer_entry *e, uint64_t key, const tune_policy_rule *rul
 }
 
 int tune_placer_set(tune_placer *p, uint64_t key, const tune_policy_rule *rule,
-                    const tune_accel *accels, unsigned n_accels, tune_keys *ret_changed) {
+                    const tune_accel *const *accels, unsigned n_accels, tune_keys *ret_changed) {
         placer_entry fresh, *e;
         int r;
 

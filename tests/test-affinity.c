@@ -220,6 +220,19 @@ static void test_fake_thread_born_mid_walk(void **state) {
         assert_int_equal(drifted, 1);
         assert_int_equal(first, 102);
 
+        /* A journal whose pid now names another process (start time differs): refused. */
+        char stat_path[256];
+        snprintf(stat_path, sizeof stat_path, "%s/proc/100/stat", k.root);
+        FILE *f = fopen(stat_path, "we");
+        assert_non_null(f);
+        /* comm with a space and a parenthesis; start time (field 22) 4242 */
+        fputs("100 (py (x) 3) S 1 100 100 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 5 0 4242 1000 100\n", f);
+        fclose(f);
+        j.start_time = 4243;
+        assert_int_equal(tune_affinity_check(ctx, &b, &j, &drifted, &first), -ESRCH);
+        assert_int_equal(tune_affinity_restore(ctx, &b, &j, NULL), -ESRCH);
+        j.start_time = 4242;
+
         /* Restore: originals back, except 102, which chose its own. */
         st = (tune_affinity_stats) {};
         assert_int_equal(tune_affinity_restore(ctx, &b, &j, &st), 0);
@@ -548,6 +561,23 @@ static void test_live_placement(void **state) {
         assert_int_equal(tune_affinity_check(ctx, NULL, &j, &drifted, &first), 0);
         assert_int_equal(drifted, 1);
         assert_int_equal(first, thread_by_name(child.pid, "work-1"));
+
+        /* The daemon keys processes by (pid, start time): with it set, restore checks the
+         * pid still names this process. */
+        char path[64], stat[1024], *rp;
+        unsigned long long start_time = 0;
+        FILE *f;
+        snprintf(path, sizeof path, "/proc/%d/stat", (int) child.pid);
+        f = fopen(path, "re");
+        assert_non_null(f);
+        assert_non_null(fgets(stat, sizeof stat, f));
+        fclose(f);
+        rp = strrchr(stat, ')');
+        assert_non_null(rp);
+        assert_int_equal(sscanf(rp + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+                                &start_time), 1);
+        assert_true(start_time > 0);
+        j.start_time = start_time;
 
         /* Stop: originals back; work-1 keeps the binding it chose. */
         st = (tune_affinity_stats) {};

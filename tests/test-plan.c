@@ -428,7 +428,7 @@ static void test_placer_fair_split(void **state) {
         fake_atlas_npus(npus);
         assert_int_equal(tune_placer_new(t, &params, &p), 0);
 
-        assert_int_equal(tune_placer_set(p, 100, &elastic, &npus[0], 1, &changed), 0);
+        assert_int_equal(tune_placer_set(p, 100, &elastic, (const tune_accel *[]) { &npus[0] }, 1, &changed), 0);
         assert_int_equal(changed.n, 0);
         a = tune_placer_get(p, 100);
         assert_set(&a->pool, "2-23");
@@ -436,7 +436,7 @@ static void test_placer_fair_split(void **state) {
         assert_set(&a->role_cpus[TUNE_ROLE_COMPUTE], "4-23");
 
         /* A second process on node 0: an even split, the first keeps the low half. */
-        assert_int_equal(tune_placer_set(p, 200, &elastic, &npus[1], 1, &changed), 0);
+        assert_int_equal(tune_placer_set(p, 200, &elastic, (const tune_accel *[]) { &npus[1] }, 1, &changed), 0);
         assert_int_equal(changed.n, 1);
         assert_true(tune_keys_contain(&changed, 100));
         a = tune_placer_get(p, 100);
@@ -447,7 +447,7 @@ static void test_placer_fair_split(void **state) {
         assert_reason(b, "shared by 2 managed process(es)");
 
         /* A process on node 2 changes nothing on node 0. */
-        assert_int_equal(tune_placer_set(p, 300, &fixed, &npus[2], 1, &changed), 0);
+        assert_int_equal(tune_placer_set(p, 300, &fixed, (const tune_accel *[]) { &npus[2] }, 1, &changed), 0);
         assert_int_equal(changed.n, 0);
         assert_set(&tune_placer_get(p, 300)->pool, "50-55");
         assert_int_equal(tune_placer_count(p), 3);
@@ -470,14 +470,14 @@ static void test_placer_fair_split(void **state) {
 
         /* Memory is decided once: MemFree changing later does not move it... */
         tune_policy_rule mem = make_rule(2, 4, 8 * GIB_KIB);
-        assert_int_equal(tune_placer_set(p, 400, &mem, &npus[3], 1, &changed), 0);
+        assert_int_equal(tune_placer_set(p, 400, &mem, (const tune_accel *[]) { &npus[3] }, 1, &changed), 0);
         assert_set(&tune_placer_get(p, 400)->mem_nodes, "6");
         t->nodes[2].mem_free_kib = 30 * GIB_KIB;
         assert_int_equal(tune_placer_set_topology(p, t, &changed), 0);
         assert_set(&tune_placer_get(p, 400)->mem_nodes, "6");
         assert_reason(tune_placer_get(p, 400), "decided when first placed");
         /* ...unless its rule is set again (e.g. a policy reload). */
-        assert_int_equal(tune_placer_set(p, 400, &mem, &npus[3], 1, &changed), 0);
+        assert_int_equal(tune_placer_set(p, 400, &mem, (const tune_accel *[]) { &npus[3] }, 1, &changed), 0);
         assert_set(&tune_placer_get(p, 400)->mem_nodes, "2");
         tune_keys_done(&changed);
 }
@@ -623,7 +623,7 @@ static void test_placer_random(void **state) {
                 if (n_live < ELEMENTSOF(live) && (n_live == 0 || x % 3 != 0)) {
                         uint64_t key = 1000 + step;
                         unsigned na = 1 + (x >> 4) % 2, first = (x >> 6) % 8;
-                        tune_accel two[2] = { npus[first], npus[(first + 3) % 8] };
+                        const tune_accel *two[2] = { &npus[first], &npus[(first + 3) % 8] };
                         assert_int_equal(tune_placer_set(p, key, &rules[(x >> 9) % 4], two, na, &changed), 0);
                         live[n_live++] = key;
                 } else {

@@ -20,6 +20,7 @@
  * must be live (root "/"): -EOPNOTSUPP otherwise. */
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "npu-tuned/context.h"
@@ -47,6 +48,9 @@ typedef struct tune_affinity_entry {
 /* The originals of one process's threads, sorted by tid. */
 typedef struct tune_affinity_journal {
         pid_t pid;             /* 0 until the first apply */
+        uint64_t start_time;   /* /proc/PID/stat field 22, set by the caller; when non-zero,
+                                * check and restore refuse (-ESRCH) a pid that now names
+                                * another process (a journal kept across a daemon restart) */
         tune_affinity_entry *entries;
         unsigned n;
 } tune_affinity_journal;

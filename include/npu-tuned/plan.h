@@ -120,11 +120,12 @@ tune_placer *tune_placer_free(tune_placer *p);
 DEFINE_TRIVIAL_CLEANUP_FUNC(tune_placer *, tune_placer_free);
 
 /* Add a process (or replace the rule/accelerators of a known one, which also re-decides
- * its memory node) and re-plan. *ret_changed (may be NULL) receives the keys of OTHER
+ * its memory node) and re-plan. The accelerators are copied (e.g. resolved from the
+ * watcher's attribution refs with tune_accels_find()). *ret_changed (may be NULL) receives the keys of OTHER
  * processes whose pool or role CPUs changed: re-apply their affinities. On failure the
  * placer is unchanged. */
 int tune_placer_set(tune_placer *p, uint64_t key, const tune_policy_rule *rule,
-                    const tune_accel *accels, unsigned n_accels, tune_keys *ret_changed);
+                    const tune_accel *const *accels, unsigned n_accels, tune_keys *ret_changed);
 /* Forget a process (it exited) and re-plan; -ENOENT if unknown. */
 int tune_placer_remove(tune_placer *p, uint64_t key, tune_keys *ret_changed);
 /* The topology changed (CPU hotplug): re-plan everything on the new one. */
