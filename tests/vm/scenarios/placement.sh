@@ -11,6 +11,8 @@
 #   - every thread's Cpus_allowed_list is the edu node's CPUs by role (control: its first
 #     CPU, compute: its second), the late thread included;
 #   - >= 95 % of the process's pages are on the edu node per /proc/PID/numa_maps.
+# Then a second process, no rate limit (one migrate_pages(2)) and a restore at the end:
+# its threads are back on their original CPUs, its pages stay on the edu node.
 #
 # Run: tests/vm/run-vm-test.sh --scenario tests/vm/scenarios/placement.sh --edu-node 3 \
 #        --file build/tests/place-pid --file build/tests/threads-target
@@ -86,4 +88,34 @@ not_moved=$(sed -n 's/.*"not_moved": *\([0-9]*\).*/\1/p' /tmp/place.json | head 
 vm_log "place-pid reports ${not_moved:-?} pages not moved"
 
 kill "$target" 2>/dev/null
+
+# --- no rate limit: one migrate_pages(2); then stop: originals restored ---------------
+# Memory on node 1 this time; the originals are what the process started with.
+threads-target --control 1 --compute 1 --mib 128 --node 1 --timeout 200 >/tmp/ready2 &
+target2=$!
+vm_wait_for 20 grep -q '^ready' /tmp/ready2 || vm_fail "second threads-target did not start"
+original=$(awk '/^Cpus_allowed_list:/ { print $2 }' "/proc/$target2/status")
+timeout 150 place-pid --pid "$target2" --kind edu:1234:11e8 --accel edu:0 \
+	--control-glob 'ctl-*' --control-main --control-cpus 1 \
+	--compute-glob 'work-*' --compute-cpus 1 \
+	--min-free-mib 64 --settle-ms 0 --rate-mib-s 0 --restore-after-ms 0 >/tmp/place2.json
+rc=$?
+cat /tmp/place2.json
+[ $rc = 0 ] || vm_fail "place-pid (migrate_pages, restore) exited $rc"
+grep -q '"mode": *"migrate_pages"' /tmp/place2.json || vm_not_ok "one-go migration" "place-pid did not use migrate_pages"
+# While placed (place-pid's own readback, taken before the restore): by role.
+placed_roles=$(sed -n '/"threads":/,/"restore"/p' /tmp/place2.json | grep -c '"cpus_allowed": *"'"$first"'\|"cpus_allowed": *"'"$compute_cpu"'"')
+vm_expect_eq "threads on node $edu_node's CPUs before the restore (place-pid readback)" "$placed_roles" 3
+for task in /proc/"$target2"/task/*; do
+	vm_expect_eq "thread ${task##*/} ($(cat "$task/comm")) restored" \
+		"$(awk '/^Cpus_allowed_list:/ { print $2 }' "$task/status")" "$original"
+done
+after=$(pct_on "$edu_node" "$target2")
+if [ "$after" -ge 95 ]; then
+	vm_ok "migrate_pages: ${after}% of the pages on node $edu_node (>= 95%)"
+else
+	cat "/proc/$target2/numa_maps"
+	vm_not_ok "migrate_pages: pages on node $edu_node" "${after}% < 95%"
+fi
+kill "$target2" 2>/dev/null
 vm_finish
