@@ -10,6 +10,8 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include <json.h>
+
 #include "fake-topology.h"
 #include "npu-tuned/plan.h"
 #include "npu-tuned/thread-role.h"
@@ -602,6 +604,37 @@ static void test_thread_cpus(void **state) {
         tune_placement_done(&out);
 }
 
+static void test_placement_json(void **state) {
+        _cleanup_(tune_topology_freep) tune_topology *t = fake_atlas_800i_a2();
+        tune_policy_rule rule = make_rule(2, 8, 8 * GIB_KIB);
+        tune_plan_params params = { .housekeeping_cpus_per_node = 2 };
+        tune_accel npu = fake_accel("ascend", 0, "0000:c1:00.0", 0);
+        const tune_accel *ptr = &npu;
+        tune_plan_request req = { .rule = &rule, .accels = &ptr, .n_accels = 1 };
+        tune_placement out = {};
+        json_object *o = NULL, *v, *roles;
+        (void) state;
+
+        assert_int_equal(tune_plan(t, &params, &req, 1, &out), 0);
+        assert_int_equal(tune_placement_to_json(&out, &o), 0);
+        assert_true(json_object_object_get_ex(o, "action", &v));
+        assert_string_equal(json_object_get_string(v), "place");
+        assert_true(json_object_object_get_ex(o, "pool", &v));
+        assert_string_equal(json_object_get_string(v), "2-11");
+        assert_true(json_object_object_get_ex(o, "mem_nodes", &v));
+        assert_string_equal(json_object_get_string(v), "4");
+        assert_true(json_object_object_get_ex(o, "roles", &roles));
+        assert_true(json_object_object_get_ex(roles, "control", &v));
+        assert_string_equal(json_object_get_string(v), "2-3");
+        assert_true(json_object_object_get_ex(roles, "compute", &v));
+        assert_string_equal(json_object_get_string(v), "4-11");
+        assert_true(json_object_object_get_ex(o, "reasons", &v));
+        assert_int_equal(json_object_array_length(v), out.n_reasons);
+        assert_string_equal(json_object_get_string(json_object_array_get_idx(v, 0)), out.reasons[0]);
+        json_object_put(o);
+        tune_placement_done(&out);
+}
+
 /* Random arrivals and exits on the Atlas: the invariants hold after every step. */
 static void test_placer_random(void **state) {
         _cleanup_(tune_topology_freep) tune_topology *t = fake_atlas_800i_a2();
@@ -652,6 +685,7 @@ int main(void) {
                 cmocka_unit_test(test_unattributed),
                 cmocka_unit_test(test_thread_classify),
                 cmocka_unit_test(test_thread_cpus),
+                cmocka_unit_test(test_placement_json),
                 cmocka_unit_test(test_placer_random),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

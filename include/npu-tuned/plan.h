@@ -80,6 +80,12 @@ void tune_placement_done(tune_placement *p);
 int tune_placement_copy(tune_placement *dst, const tune_placement *src);
 /* The CPUs a thread of this role gets. */
 const tune_cpuset *tune_placement_role_cpus(const tune_placement *p, tune_role role) _pure_;
+/* The placement as a JSON object (for --explain --json and the D-Bus Explain call):
+ * {"action", "home_nodes", "pool", "roles": {"control", "compute", "other"},
+ *  "borrowed_nodes", "cpus_wanted", "shared", "mem_nodes", "reasons": [...]}, sets in the
+ * kernel's list format. The caller owns *ret (json_object_put()). */
+struct json_object;
+int tune_placement_to_json(const tune_placement *p, struct json_object **ret);
 /* The first node of mem_nodes, the target of pages on no node of mem_nodes; -1 if none. */
 int tune_placement_memory_target(const tune_placement *p) _pure_;
 

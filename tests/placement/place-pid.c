@@ -274,13 +274,6 @@ static int parse_options(int argc, char **argv, options *o) {
 
 /* ---- JSON helpers ---- */
 
-static json_object *set_json(const tune_cpuset *s) {
-        _cleanup_free_ char *text = NULL;
-        if (tune_cpuset_format_list(s, &text) < 0)
-                return NULL;
-        return json_object_new_string(text);
-}
-
 static json_object *usage_json(const tune_numa_usage *u, const tune_cpuset *nodes) {
         json_object *o = json_object_new_object(), *per = json_object_new_object(), *anon = json_object_new_object();
         char key[16];
@@ -417,16 +410,11 @@ static int run(options *o, json_object *out) {
         r = tune_plan(t, &params, &req, 1, &placement);
         if (r < 0)
                 goto finish;
-        json_object *reasons = json_object_new_array();
-        for (unsigned i = 0; i < placement.n_reasons; i++)
-                json_object_array_add(reasons, json_object_new_string(placement.reasons[i]));
-        json_object_object_add(out, "action", json_object_new_string(tune_placement_action_to_string(placement.action)));
-        json_object_object_add(out, "reasons", reasons);
-        json_object_object_add(out, "home_nodes", set_json(&placement.home_nodes));
-        json_object_object_add(out, "pool", set_json(&placement.pool));
-        json_object_object_add(out, "control", set_json(&placement.role_cpus[TUNE_ROLE_CONTROL]));
-        json_object_object_add(out, "compute", set_json(&placement.role_cpus[TUNE_ROLE_COMPUTE]));
-        json_object_object_add(out, "mem_nodes", set_json(&placement.mem_nodes));
+        json_object *pj;
+        r = tune_placement_to_json(&placement, &pj);
+        if (r < 0)
+                goto finish;
+        json_object_object_add(out, "placement", pj);
 
         r = tune_numa_maps_read(ctx, o->pid, &before);
         if (r < 0)
