@@ -604,6 +604,45 @@ static void test_thread_cpus(void **state) {
         tune_placement_done(&out);
 }
 
+/* Odd machines: an accelerator on a node without CPUs (memory-only, e.g. CXL), and a
+ * firmware without a distance table. */
+static void test_cpuless_node_and_no_distances(void **state) {
+        const int d[9] = { 10, 20, 30, 20, 10, 15, 30, 15, 10 };
+        const uint64_t free_kib[3] = { 1 * GIB_KIB, 16 * GIB_KIB, 16 * GIB_KIB };
+        _cleanup_(tune_topology_freep) tune_topology *t = fake_topology_new(3, 4, d, free_kib, 16 * GIB_KIB);
+        _cleanup_(tune_topology_freep) tune_topology *nod = fake_topology_new(3, 4, NULL, free_kib, 16 * GIB_KIB);
+        tune_policy_rule rule = make_rule(1, 2, 4 * GIB_KIB);
+        tune_plan_params params = {};
+        tune_accel a = fake_accel("accel", 0, "0000:01:00.0", 1);
+        const tune_accel *ptr = &a;
+        tune_plan_request req = { .rule = &rule, .accels = &ptr, .n_accels = 1 };
+        tune_placement out = {};
+        (void) state;
+
+        /* Node 1 has memory but no CPUs: all 3 CPUs come from node 2 (distance 15, nearer
+         * than node 0 at 20); memory stays on node 1, which has room. */
+        tune_cpuset_clear(&t->nodes[1].cpus);
+        assert_int_equal(tune_plan(t, &params, &req, 1, &out), 0);
+        print_reasons(&out);
+        assert_int_equal(out.action, TUNE_PLACEMENT_PLACE);
+        assert_set(&out.pool, "8-10");
+        assert_set(&out.borrowed_nodes, "2");
+        assert_set(&out.mem_nodes, "1");
+        assert_reason(&out, "node 1: 0 usable CPU(s)");
+        assert_reason(&out, "its home node(s) had 0 free CPU(s) of 3 wanted: borrowed 3 from node 2 (distance 15)");
+        tune_placement_done(&out);
+
+        /* No distance table: node 0 is short of memory; a node with room is still found,
+         * and the plan says it could not go by distance. */
+        a.numa_node = 0;
+        assert_int_equal(tune_plan(nod, &params, &req, 1, &out), 0);
+        print_reasons(&out);
+        assert_set(&out.pool, "0-2");
+        assert_set(&out.mem_nodes, "1");
+        assert_reason(&out, "memory: node 0 has 1.0 GiB free < 4.0 GiB minimum; no distance table: node 1, which has room (16.0 GiB free)");
+        tune_placement_done(&out);
+}
+
 static void test_placement_json(void **state) {
         _cleanup_(tune_topology_freep) tune_topology *t = fake_atlas_800i_a2();
         tune_policy_rule rule = make_rule(2, 8, 8 * GIB_KIB);
@@ -685,6 +724,7 @@ int main(void) {
                 cmocka_unit_test(test_unattributed),
                 cmocka_unit_test(test_thread_classify),
                 cmocka_unit_test(test_thread_cpus),
+                cmocka_unit_test(test_cpuless_node_and_no_distances),
                 cmocka_unit_test(test_placement_json),
                 cmocka_unit_test(test_placer_random),
         };
