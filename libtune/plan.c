@@ -1220,3 +1220,20 @@ const tune_placement *tune_placer_get(const tune_placer *p, uint64_t key) {
 unsigned tune_placer_count(const tune_placer *p) {
         return p->n;
 }
+
+int tune_placer_inference_cpus(const tune_placer *p, tune_cpuset *ret) {
+        _cleanup_cpuset_ tune_cpuset all = {};
+
+        for (unsigned i = 0; i < p->n; i++) {
+                const tune_placement *pl = &p->entries[i].placement;
+                if (!p->entries[i].placed || pl->action != TUNE_PLACEMENT_PLACE)
+                        continue;
+                int r = tune_cpuset_or(&all, &pl->pool);
+                if (r < 0)
+                        return r;
+        }
+        tune_cpuset_done(ret);
+        *ret = all;
+        all = (tune_cpuset) {};
+        return 0;
+}

@@ -454,6 +454,10 @@ static void test_placer_fair_split(void **state) {
         assert_set(&tune_placer_get(p, 300)->pool, "50-55");
         assert_int_equal(tune_placer_count(p), 3);
 
+        _cleanup_cpuset_ tune_cpuset inference = {};
+        assert_int_equal(tune_placer_inference_cpus(p, &inference), 0);
+        assert_set(&inference, "2-23,50-55");
+
         /* The first exits: the second grows back over the whole node, keeping its CPUs. */
         assert_int_equal(tune_placer_remove(p, 100, &changed), 0);
         assert_int_equal(changed.n, 1);

@@ -138,6 +138,8 @@ int tune_placer_remove(tune_placer *p, uint64_t key, tune_keys *ret_changed);
 int tune_placer_set_topology(tune_placer *p, const tune_topology *t, tune_keys *ret_changed);
 const tune_placement *tune_placer_get(const tune_placer *p, uint64_t key) _pure_;
 unsigned tune_placer_count(const tune_placer *p) _pure_;
+/* The union of every placed pool: the "inference CPUs" the IRQ knob keeps IRQs off. */
+int tune_placer_inference_cpus(const tune_placer *p, tune_cpuset *ret);
 
 /* ---- threads ---- */
 
