@@ -197,6 +197,7 @@ typedef struct plan_claim {
         unsigned want;       /* fixed: control + compute */
         bool elastic;
         unsigned min;        /* elastic: the least it can work with */
+        unsigned *demand;    /* [node index] CPUs wanted from each home node */
         unsigned *grant;     /* [node index] CPUs granted */
         unsigned *chosen;    /* [node index] CPUs picked so far */
         int *dist;           /* [node index] distance from the nearest home node */
@@ -220,6 +221,7 @@ static void plan_state_done(plan_state *s) {
         free(s->nodes);
         for (unsigned k = 0; k < s->n_claims; k++) {
                 free(s->claims[k].home);
+                free(s->claims[k].demand);
                 free(s->claims[k].grant);
                 free(s->claims[k].chosen);
                 free(s->claims[k].dist);
@@ -366,6 +368,21 @@ static int resolve_unattributed(plan_state *s, plan_claim *c) {
                           "but names neither unattributed_cpus nor unattributed_nodes");
 }
 
+/* What each claim wants from each of its home nodes: fixed wants are spread evenly over
+ * the home nodes (the remainder to the lower ones), elastic ones take what is there. */
+static void claim_set_demand(const plan_state *s, plan_claim *c) {
+        unsigned rank = 0;
+
+        for (unsigned i = 0; i < s->n_nodes; i++) {
+                if (!c->home[i])
+                        c->demand[i] = 0;
+                else if (c->elastic)
+                        c->demand[i] = UINT_MAX;
+                else
+                        c->demand[i] = c->want / c->n_home + (rank++ < c->want % c->n_home ? 1 : 0);
+        }
+}
+
 static int resolve_claim(plan_state *s, plan_claim *c) {
         const tune_policy_rule *rule = c->req->rule;
         unsigned cc = rule->control.cpus, kc = rule->compute.cpus;
@@ -397,6 +414,7 @@ static int resolve_claim(plan_state *s, plan_claim *c) {
                 c->elastic = true;
                 c->min = cc + kc + 1;
         }
+        claim_set_demand(s, c);
         for (unsigned i = 0; i < s->n_nodes; i++) {
                 c->dist[i] = DISTANCE_UNKNOWN;
                 for (unsigned h = 0; h < s->n_nodes; h++)
@@ -409,35 +427,27 @@ static int resolve_claim(plan_state *s, plan_claim *c) {
         return 0;
 }
 
-/* What claim c wants from home node i (the i-th node; fixed wants are spread evenly over
- * the home nodes, the remainder to the lower ones). */
-static unsigned claim_node_demand(const plan_state *s, const plan_claim *c, unsigned i) {
-        unsigned base, extra, rank = 0;
+static int deal_home_cpus(plan_state *s) {
+        _cleanup_free_ unsigned *homed = calloc(s->n_claims ? s->n_claims : 1, sizeof(unsigned));
 
-        if (!c->home[i])
-                return 0;
-        if (c->elastic)
-                return UINT_MAX;
-        base = c->want / c->n_home;
-        extra = c->want % c->n_home;
-        for (unsigned h = 0; h < i; h++)
-                if (c->home[h])
-                        rank++;
-        return base + (rank < extra ? 1 : 0);
-}
-
-static void deal_home_cpus(plan_state *s) {
+        if (!homed)
+                return -ENOMEM;
         for (unsigned i = 0; i < s->n_nodes; i++) {
                 plan_node *node = &s->nodes[i];
+                unsigned n = 0;
                 bool progress = true;
 
+                for (unsigned k = 0; k < s->n_claims; k++) {
+                        const plan_claim *c = &s->claims[k];
+                        if (c->exclusive && c->out->action == TUNE_PLACEMENT_PLACE && c->home[i])
+                                homed[n++] = k;
+                }
+                /* Round-robin, one CPU per claim and round, in arrival order. */
                 while (progress && node->used < node->cap) {
                         progress = false;
-                        for (unsigned k = 0; k < s->n_claims && node->used < node->cap; k++) {
-                                plan_claim *c = &s->claims[k];
-                                if (!c->exclusive || c->out->action != TUNE_PLACEMENT_PLACE)
-                                        continue;
-                                if (c->grant[i] >= claim_node_demand(s, c, i))
+                        for (unsigned h = 0; h < n && node->used < node->cap; h++) {
+                                plan_claim *c = &s->claims[homed[h]];
+                                if (c->grant[i] >= c->demand[i])
                                         continue;
                                 c->grant[i]++;
                                 c->total++;
@@ -446,11 +456,12 @@ static void deal_home_cpus(plan_state *s) {
                         }
                 }
         }
+        return 0;
 }
 
 /* Order candidate nodes for a short claim: home nodes first, then by distance, then id. */
 static unsigned *candidates_by_distance(const plan_state *s, const plan_claim *c) {
-        unsigned *order = calloc(s->n_nodes, sizeof(unsigned));
+        unsigned *order = calloc(s->n_nodes ? s->n_nodes : 1, sizeof(unsigned));
         if (!order)
                 return NULL;
         for (unsigned i = 0; i < s->n_nodes; i++)
@@ -888,10 +899,11 @@ static int plan_state_init(plan_state *s, const tune_topology *t, const tune_pla
                 c->req = &reqs[k];
                 c->out = &ret[k];
                 c->home = calloc(s->n_nodes ? s->n_nodes : 1, sizeof(bool));
+                c->demand = calloc(s->n_nodes ? s->n_nodes : 1, sizeof(unsigned));
                 c->grant = calloc(s->n_nodes ? s->n_nodes : 1, sizeof(unsigned));
                 c->chosen = calloc(s->n_nodes ? s->n_nodes : 1, sizeof(unsigned));
                 c->dist = calloc(s->n_nodes ? s->n_nodes : 1, sizeof(int));
-                if (!c->home || !c->grant || !c->chosen || !c->dist)
+                if (!c->home || !c->demand || !c->grant || !c->chosen || !c->dist)
                         return -ENOMEM;
         }
         return 0;
@@ -909,7 +921,9 @@ static int plan_all(plan_state *s) {
                                 if (s->claims[k].home[i])
                                         s->nodes[i].n_homed++;
         }
-        deal_home_cpus(s);
+        r = deal_home_cpus(s);
+        if (r < 0)
+                return r;
         r = borrow_cpus(s);
         if (r < 0)
                 return r;
