@@ -69,8 +69,10 @@ if [[ $refresh == 0 && -s $cache/kernel.version && -s $cache/vmlinuz ]]; then
 fi
 
 resolve_kernel_pkg() {
+	# first match only; awk reads all input so nothing dies of SIGPIPE under pipefail
 	apt-cache depends linux-image-amd64 2>/dev/null |
-		sed -n 's/^ *Depends: \(linux-image-6\.1\.0-[0-9][0-9]*-amd64\)$/\1/p' | head -n1
+		awk '!f && $1 == "Depends:" && $2 ~ /^linux-image-6\.1\.0-[0-9]+-amd64$/ { f = $2 }
+		     END { print f }'
 }
 pkg=$(resolve_kernel_pkg)
 if [[ -z $pkg ]]; then
@@ -96,7 +98,7 @@ if ! (cd "$tmp" && apt-get download -q "$pkg" >&2); then
 	apt_update_once
 	(cd "$tmp" && apt-get download -q "$pkg" >&2)
 fi
-deb=$(find "$tmp" -maxdepth 1 -name "${pkg}_*.deb" | head -n1)
+deb=$(find "$tmp" -maxdepth 1 -name "${pkg}_*.deb" -print -quit)
 [[ -n $deb ]] || die "apt-get download produced no .deb for $pkg"
 
 # Only ./boot is needed; skip the ~400 MB of modules.
@@ -108,7 +110,7 @@ dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$tmp/x" ./boot
 # QEMU can boot the ELF only if it carries the PVH entry note (CONFIG_PVH).
 extract_vmlinux() {
 	local bz=$1 out=$2 off
-	off=$(LC_ALL=C grep -obUaP '\xfd7zXZ\x00' "$bz" | head -n1 | cut -d: -f1) || true
+	off=$(LC_ALL=C grep -obUaP -m1 '\xfd7zXZ\x00' "$bz" | awk -F: 'NR == 1 { print $1 }') || true
 	[[ -n $off ]] || { log "no xz payload in vmlinuz; skipping vmlinux"; return 1; }
 	# --single-stream stops at the end of the payload (trailing bytes follow it);
 	# process substitution so tail's SIGPIPE does not count as a failure.
