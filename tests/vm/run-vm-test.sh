@@ -83,7 +83,7 @@ done
 for v in timeout_s smp nodes mem_per_node; do
 	if ! is_uint "${!v}" || ((${!v} == 0)); then usage_error "bad --${v//_/-}: ${!v}"; fi
 done
-((timeout_s >= 20)) || usage_error "--timeout must be >= 20 s (boot alone takes ~5-10 s)"
+((timeout_s >= 30)) || usage_error "--timeout must be >= 30 s (boot alone takes ~5-10 s)"
 ((nodes <= 64)) || usage_error "at most 64 nodes"
 ((smp % nodes == 0)) || usage_error "--smp $smp is not a multiple of --nodes $nodes"
 ((edu_default)) && edu_nodes=("$((nodes - 1))")
@@ -97,8 +97,10 @@ for e in "${envs[@]}"; do
 	[[ $e =~ ^[A-Za-z_][A-Za-z0-9_]*= ]] || usage_error "bad --env $e (want NAME=VALUE)"
 done
 cpus_per_node=$((smp / nodes))
-# Leave the guest's scenario a margin for boot and poweroff inside the host bound.
-margin=$((timeout_s / 4 < 60 ? timeout_s / 4 : 60))
+# Leave the guest's scenario a margin for boot and poweroff inside the host bound:
+# a quarter of it, at least 15 s, at most 60 s.
+margin=$((timeout_s / 4))
+margin=$((margin < 15 ? 15 : margin > 60 ? 60 : margin))
 scenario_timeout=$((timeout_s - margin))
 
 # --- host capabilities (77 = truly absent, with the reason) -------------------------
