@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 #
 # Prepare the host for the QEMU NUMA test harness (tests/vm/run-vm-test.sh):
-#  - install qemu-system-x86, busybox-static and cpio if they are missing;
+#  - install qemu-system-x86, busybox-static and cpio if they are missing (and gcc,
+#    libc6-dev, xz-utils if there is no cc / xz);
 #  - fetch the current Debian 12 kernel package (linux-image-6.1.0-*-amd64) and keep
 #    only its vmlinuz, its config and, when it can be extracted, the uncompressed
 #    vmlinux (QEMU boots it directly via its PVH note, ~6 s faster under TCG).
@@ -25,7 +26,7 @@ for arg in "$@"; do
 	case $arg in
 	--refresh) refresh=1 ;;
 	--force) refresh=1 force=1 ;;
-	-h|--help) sed -n '3,15p' "$0"; exit 0 ;;
+	-h|--help) sed -n '3,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) die "unknown argument: $arg" ;;
 	esac
 done
@@ -49,6 +50,10 @@ missing=()
 for p in qemu-system-x86 busybox-static cpio; do
 	pkg_installed "$p" || missing+=("$p")
 done
+# run-vm-test.sh compiles the small guest helper (vm-helper.c) with cc
+command -v "${CC:-cc}" >/dev/null || missing+=(gcc libc6-dev)
+# xz unpacks the uncompressed vmlinux from the bzImage (optional, saves boot time)
+command -v xz >/dev/null || missing+=(xz-utils)
 if ((${#missing[@]})); then
 	[[ $(id -u) == 0 ]] || die "need root to install: ${missing[*]}"
 	log "installing: ${missing[*]}"
@@ -91,7 +96,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/npu-vm-setup.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 # apt-get download drops to the _apt user when that user can write the directory
 chmod 0755 "$tmp"
-if getent passwd _apt >/dev/null; then chown _apt "$tmp"; fi
+if [[ $(id -u) == 0 ]] && getent passwd _apt >/dev/null; then chown _apt "$tmp"; fi
 
 log "downloading $pkg"
 if ! (cd "$tmp" && apt-get download -q "$pkg" >&2); then
@@ -110,6 +115,7 @@ dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$tmp/x" ./boot
 # QEMU can boot the ELF only if it carries the PVH entry note (CONFIG_PVH).
 extract_vmlinux() {
 	local bz=$1 out=$2 off
+	command -v xz >/dev/null || { log "xz not installed; skipping vmlinux"; return 1; }
 	off=$(LC_ALL=C grep -obUaP -m1 '\xfd7zXZ\x00' "$bz" | awk -F: 'NR == 1 { print $1 }') || true
 	[[ -n $off ]] || { log "no xz payload in vmlinuz; skipping vmlinux"; return 1; }
 	# --single-stream stops at the end of the payload (trailing bytes follow it);
