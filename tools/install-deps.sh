@@ -6,7 +6,7 @@
 set -eu
 
 build="meson ninja-build pkg-config gcc libsystemd-dev libnuma-dev libhwloc-dev libcpupower-dev libjson-c-dev"
-test="libcmocka-dev hwloc dbus clang python3 bzip2 tar util-linux procps qemu-system-x86 busybox-static cpio"
+test="libcmocka-dev hwloc dbus clang python3 bzip2 tar util-linux procps qemu-system-x86 busybox-static cpio xz-utils"
 
 pkgs=$build
 case "${1:-}" in
@@ -15,11 +15,20 @@ case "${1:-}" in
 *) echo "usage: $0 [--test]" >&2; exit 2 ;;
 esac
 
+fetch_vm_kernel() {
+        # The multi-NUMA tests boot a real Debian kernel under QEMU: fetch it once.
+        [ "$pkgs" = "$build" ] && return 0
+        "$(dirname "$0")/../tests/vm/setup.sh"
+}
+
 missing=""
 for p in $pkgs; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
 done
-[ -z "$missing" ] && exit 0
+if [ -z "$missing" ]; then
+        fetch_vm_kernel
+        exit 0
+fi
 
 if [ "$(id -u)" -eq 0 ]; then
         as_root=""
@@ -33,3 +42,4 @@ export DEBIAN_FRONTEND=noninteractive
 $as_root apt-get update -q
 # shellcheck disable=SC2086
 $as_root apt-get install -y -q --no-install-recommends $missing
+fetch_vm_kernel
