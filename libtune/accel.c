@@ -352,7 +352,8 @@ int tune_accels_discover(const tune_ctx *ctx, const tune_accel_kind *extra, unsi
 
         /* Devices without a driver-given index are numbered in PCI address order within
          * their kind, after the highest driver-given index of that kind. */
-        qsort(list.items, list.n, sizeof(tune_accel), cmp_pci);
+        if (list.n > 1)
+                qsort(list.items, list.n, sizeof(tune_accel), cmp_pci);
         for (unsigned i = 0; i < list.n;) {
                 unsigned j = i;
                 int next = 0;
@@ -381,7 +382,8 @@ int tune_accels_discover(const tune_ctx *ctx, const tune_accel_kind *extra, unsi
                 else if (streq(a->kind, "amd") && a->index_source == TUNE_INDEX_DRM_RENDER)
                         snprintf(a->dev_path, sizeof a->dev_path, "/dev/dri/renderD%d", a->index + 128);
         }
-        qsort(list.items, list.n, sizeof(tune_accel), cmp_accel);
+        if (list.n > 1)
+                qsort(list.items, list.n, sizeof(tune_accel), cmp_accel);
         *ret = list;
         return 0;
 }
