@@ -98,8 +98,10 @@ bool tune_knob_selected_offers(const char *text, const char *word) {
         size_t wlen = strlen(word);
         const char *p = text;
 
-        if (wlen == 0)
+        if (wlen == 0 || strchr(word, ' ') || strchr(word, '[') || strchr(word, ']'))
                 return false;
+        if (!strchr(text, '['))
+                return true; /* no list of choices to check against: the write decides */
         while (*p) {
                 const char *start, *end;
                 while (isspace((unsigned char) *p))

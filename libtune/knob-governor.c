@@ -334,8 +334,22 @@ static int governor_write(const tune_ctx *ctx, const char *path, int cpu, const 
         return tune_cpufreq_ops_for(ctx)->set(ctx, &p, value);
 }
 
+/* Whether word is one of the blank-separated words of list. */
 static bool word_in(const char *list, const char *word) {
-        return tune_knob_selected_offers(list, word);
+        size_t wlen = strlen(word);
+
+        for (const char *p = list; *p;) {
+                size_t n;
+                while (*p && isspace((unsigned char) *p))
+                        p++;
+                n = 0;
+                while (p[n] && !isspace((unsigned char) p[n]))
+                        n++;
+                if (n > 0 && n == wlen && memcmp(p, word, n) == 0)
+                        return true;
+                p += n;
+        }
+        return false;
 }
 
 static int governor_plan(const tune_ctx *ctx, const tune_knob_plan_input *in, tune_knob_plan *plan) {

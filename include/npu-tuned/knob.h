@@ -30,7 +30,8 @@ int tune_knob_parse_value(tune_knob_format f, const char *text, char **ret);
 /* Whether two values are the same knob setting: masks compare as sets. */
 bool tune_knob_value_equal(tune_knob_format f, const char *a, const char *b) _pure_;
 /* For SELECTED text "always [madvise] never": whether word is one of the choices. Text
- * without brackets offers only itself. */
+ * without brackets lists no choices (a plain file after a write): any single word passes
+ * and the write decides. */
 bool tune_knob_selected_offers(const char *text, const char *word) _pure_;
 
 /* ---- plan ------------------------------------------------------------------------ */
