@@ -8,7 +8,7 @@
  *   boot_id f0c62e8c-0e62-4b75-a031-2163bfff8c37   boot the knobs were changed in ("" unknown)
  *   root /                                     the root the knob paths are below
  *   knob seq=1 backend=thp id=thp/enabled path=/sys/kernel/mm/transparent_hugepage/enabled
- *        cpu=-1 format=selected state=applied error=0 original=madvise desired=never
+ *        cpu=-1 format=selected state=applied error=0 original=madvise desired=never prior=
  *                                              (one line) zero or more, seq ascending
  *   end entries=1 fnv1a64=89abcdef01234567     count and checksum of every byte before "end"
  *
@@ -74,6 +74,7 @@ static void entry_done(tune_journal_entry *e) {
         free(e->path);
         free(e->original);
         free(e->desired);
+        free(e->prior);
         *e = (tune_journal_entry){};
 }
 
@@ -144,7 +145,8 @@ int tune_journal_add(tune_journal *j, const tune_journal_entry *e) {
         n.path = strdup(e->path);
         n.original = strdup_or_empty(e->original);
         n.desired = strdup_or_empty(e->desired);
-        if (!n.backend || !n.id || !n.path || !n.original || !n.desired) {
+        n.prior = strdup_or_empty(e->prior);
+        if (!n.backend || !n.id || !n.path || !n.original || !n.desired || !n.prior) {
                 entry_done(&n);
                 return -ENOMEM;
         }
@@ -238,6 +240,8 @@ int tune_journal_format(const tune_journal *j, char **ret) {
                         r = encode(f, "original", e->original);
                 if (r >= 0)
                         r = encode(f, "desired", e->desired);
+                if (r >= 0)
+                        r = encode(f, "prior", e->prior);
                 fputc('\n', f);
         }
         if (fflush(f) != 0 || ferror(f))
@@ -363,6 +367,8 @@ static int parse_knob_line(char *line, tune_journal *j) {
                 r = take_field(&cursor, "original", &e.original);
         if (r >= 0)
                 r = take_field(&cursor, "desired", &e.desired);
+        if (r >= 0)
+                r = take_field(&cursor, "prior", &e.prior);
         if (r >= 0 && *cursor)
                 r = -EBADMSG; /* an unknown field */
         if (r >= 0 && (!*e.backend || !*e.id || e.path[0] != '/'))
@@ -377,6 +383,7 @@ static int parse_knob_line(char *line, tune_journal *j) {
         free(e.path);
         free(e.original);
         free(e.desired);
+        free(e.prior);
         return r == -ENOMEM ? r : r < 0 ? -EBADMSG : 0;
 }
 

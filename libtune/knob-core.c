@@ -473,7 +473,8 @@ static tune_restore_outcome restore_one(const tune_ctx *ctx, const tune_journal_
                 *ret_current = TAKE_PTR(cur);
                 return TUNE_RESTORE_UNCHANGED;
         }
-        if (!tune_knob_value_equal(e->format, cur, e->desired)) {
+        if (!tune_knob_value_equal(e->format, cur, e->desired) &&
+            !(e->prior && *e->prior && tune_knob_value_equal(e->format, cur, e->prior))) {
                 *ret_current = TAKE_PTR(cur);
                 return TUNE_RESTORE_LEFT_ALONE;
         }
@@ -536,7 +537,7 @@ int tune_knobs_apply(const tune_ctx *ctx, tune_knob_plan *plan, const char *stat
         for (unsigned i = 0; i < plan->n; i++) {
                 tune_knob_item *it = &plan->items[i];
                 const tune_journal_entry *pe = NULL;
-                const char *original = it->current;
+                const char *original = it->current, *prior = NULL;
 
                 if (!item_is_planned(it))
                         continue;
@@ -548,10 +549,15 @@ int tune_knobs_apply(const tune_ctx *ctx, tune_knob_plan *plan, const char *stat
                 if (pe) {
                         consumed[pe - previous->entries] = true;
                         it->adopted = true;
-                        if (tune_knob_value_equal(it->format, it->current, pe->desired) ||
-                            tune_knob_value_equal(it->format, it->current, pe->original))
+                        if (tune_knob_value_equal(it->format, it->current, pe->original))
                                 original = pe->original;
-                        else
+                        else if (tune_knob_value_equal(it->format, it->current, pe->desired) ||
+                                 (*pe->prior && tune_knob_value_equal(it->format, it->current, pe->prior))) {
+                                /* It shows a value of ours: until the new one is written, a
+                                 * restore must recognise that one too. */
+                                original = pe->original;
+                                prior = it->current;
+                        } else
                                 it->adopted_changed = true; /* someone else's value since: theirs is the original now */
                 }
                 it->original = strdup(original);
@@ -567,6 +573,7 @@ int tune_knobs_apply(const tune_ctx *ctx, tune_knob_plan *plan, const char *stat
                         .state = TUNE_JOURNAL_PENDING,
                         .original = it->original,
                         .desired = it->desired,
+                        .prior = (char *) prior,
                 };
                 if (tune_knob_value_equal(it->format, it->current, it->desired)) {
                         it->outcome = TUNE_KNOB_ALREADY;
@@ -628,6 +635,7 @@ int tune_knobs_apply(const tune_ctx *ctx, tune_knob_plan *plan, const char *stat
                 } else {
                         it->outcome = TUNE_KNOB_APPLIED;
                         e->state = TUNE_JOURNAL_APPLIED;
+                        e->prior[0] = 0; /* the earlier run's value is gone */
                 }
         }
 

@@ -102,6 +102,52 @@ static void test_adopt_with_new_policy(void **state) {
         knob_test_free(t);
 }
 
+/* Die at the first "before-write" step: as a SIGKILL there would. */
+static void die_before_write(const char *what, void *userdata) {
+        (void) userdata;
+        if (strncmp(what, "before-write", 12) == 0)
+                _exit(0);
+}
+
+static int child_adopt_then_die(void *arg) {
+        knob_test *t = arg;
+        tune_knob_hooks h = { .step = die_before_write };
+        tune_journal *previous = NULL, *j = NULL;
+
+        if (tune_journal_load(t->state_dir, &previous, NULL) < 0)
+                return 60;
+        (void) tune_knobs_apply(t->ctx, &t->plan, t->state_dir, previous, &h, &j);
+        return 61; /* not reached */
+}
+
+/* Killed after the second run journaled its new value but before writing it: the knob
+ * still shows the first run's value, which is ours too ("prior"), so restore gives the
+ * original back instead of leaving it as someone else's. */
+static void test_adopt_killed_before_new_write(void **state) {
+        knob_test *t = engine_machine("engine-prior");
+        (void) state;
+
+        knob_test_load(t, 1);
+        knob_test_plan(t);
+        knob_test_apply(t, NULL);
+        t->journal = tune_journal_free(t->journal);
+
+        free(t->host.thp_enabled);
+        t->host.thp_enabled = strdup("always");
+        knob_test_plan(t);
+        assert_int_equal(knob_test_in_child(child_adopt_then_die, t), 0);
+        assert_value(t, THP "/enabled", TUNE_KNOB_SELECTED, "never"); /* the first run's value */
+        t->journal = load_journal(t);
+        tune_journal_entry *e = tune_journal_find(t->journal, "thp/enabled");
+        assert_string_equal(e->original, "madvise");
+        assert_string_equal(e->desired, "always");
+        assert_string_equal(e->prior, "never");
+        assert_int_equal(knob_test_restore(t), 0);
+        assert_value(t, THP "/enabled", TUNE_KNOB_SELECTED, "madvise");
+        assert_false(knob_test_journal_exists(t));
+        knob_test_free(t);
+}
+
 /* Between the runs someone else set a knob: their value is the original now. */
 static void test_adopt_changed_by_others(void **state) {
         knob_test *t = engine_machine("engine-others");
@@ -261,6 +307,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_adopt_after_kill),
                 cmocka_unit_test(test_adopt_with_new_policy),
+                cmocka_unit_test(test_adopt_killed_before_new_write),
                 cmocka_unit_test(test_adopt_changed_by_others),
                 cmocka_unit_test(test_left_alone),
                 cmocka_unit_test(test_gone),

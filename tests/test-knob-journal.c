@@ -35,6 +35,7 @@ static tune_journal *sample(void) {
                 .error = -EIO,
                 .original = (char *) "ff,ffffffff",
                 .desired = (char *) "00000001",
+                .prior = (char *) "00000003",
         };
         /* Values with bytes that must be escaped: blanks, '%', '=', a newline, UTF-8. */
         tune_journal_entry e3 = {
@@ -72,6 +73,7 @@ static void assert_same(const tune_journal *a, const tune_journal *b) {
                 assert_int_equal(x->error, y->error);
                 assert_string_equal(x->original, y->original);
                 assert_string_equal(x->desired, y->desired);
+                assert_string_equal(x->prior, y->prior);
         }
 }
 
@@ -84,7 +86,7 @@ static void test_roundtrip(void **state) {
         assert_int_equal(tune_journal_format(j, &text), 0);
         /* Versioned, one knob per line, no raw blank or newline inside a value. */
         assert_non_null(strstr(text, "\nnpu-tuned-journal 1\n"));
-        assert_non_null(strstr(text, "original=odd%20value%3D100%25%20%C3%A9%0A desired=\n"));
+        assert_non_null(strstr(text, "original=odd%20value%3D100%25%20%C3%A9%0A desired= prior=\n"));
         assert_int_equal(tune_journal_parse(text, strlen(text), &back, &line), 0);
         assert_same(j, back);
         assert_int_equal(back->next_seq, 4);
@@ -153,17 +155,17 @@ static void test_bad_contents(void **state) {
         /* An unknown field is refused at its line (before the checksum is even looked at). */
         const char *unknown = "npu-tuned-journal 1\nboot_id \nroot /\n"
                               "knob seq=1 backend=thp id=thp/enabled path=/x cpu=-1 format=plain state=applied "
-                              "error=0 original=a desired=b colour=red\n";
+                              "error=0 original=a desired=b prior= colour=red\n";
         assert_int_equal(tune_journal_parse(unknown, strlen(unknown), &back, &line), -EBADMSG);
         assert_int_equal(line, 4);
         const char *bad_state = "npu-tuned-journal 1\nboot_id \nroot /\n"
                                 "knob seq=1 backend=thp id=thp/enabled path=/x cpu=-1 format=plain state=maybe "
-                                "error=0 original=a desired=b\n";
+                                "error=0 original=a desired=b prior=\n";
         assert_int_equal(tune_journal_parse(bad_state, strlen(bad_state), &back, &line), -EBADMSG);
         assert_int_equal(line, 4);
         const char *dup = "npu-tuned-journal 1\nboot_id \nroot /\n"
-                          "knob seq=1 backend=thp id=a path=/x cpu=-1 format=plain state=applied error=0 original=a desired=b\n"
-                          "knob seq=2 backend=thp id=a path=/x cpu=-1 format=plain state=applied error=0 original=a desired=b\n";
+                          "knob seq=1 backend=thp id=a path=/x cpu=-1 format=plain state=applied error=0 original=a desired=b prior=\n"
+                          "knob seq=2 backend=thp id=a path=/x cpu=-1 format=plain state=applied error=0 original=a desired=b prior=\n";
         assert_int_equal(tune_journal_parse(dup, strlen(dup), &back, &line), -EBADMSG);
         assert_int_equal(line, 5);
         const char *nul = "npu-tuned-journal 1\n\0";

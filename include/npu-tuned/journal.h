@@ -56,6 +56,8 @@ typedef struct tune_journal_entry {
         int error;             /* REFUSED: the negative errno of the write; else 0 */
         char *original;        /* the value before npu-tuned, as written back on restore */
         char *desired;         /* the value npu-tuned writes */
+        char *prior;           /* a value an earlier (killed) run wrote, which the knob may still
+                                * show until desired is written; "" when none. Also ours. */
 } tune_journal_entry;
 
 typedef struct tune_journal {

@@ -12,6 +12,11 @@ How the fake tree differs from the kernel, and how the tests compare:
   fake file keeps the text written ("91"). Masks are compared as sets of CPUs.
 - Root may write any file here; sysfs refuses files without write permission bits. The
   managed IRQ is a 0444 file, which npu-tuned must leave alone because of its mode.
+- A sysfs store is atomic: the kernel shows the old value or the new one. A write to a
+  fake file is open(O_TRUNC) then write(): a SIGKILL between the two leaves an empty file,
+  a state no kernel shows. complete_torn_writes() finishes such a write with the value the
+  journal says was being written (what the kernel would then show) and the kill matrix
+  reports how often that happened.
 """
 import json
 import os
@@ -162,6 +167,26 @@ def policy(dir_, **override):
         json.dump({"host": host, "options": options}, f)
 
 
+def save_knob_bytes(root):
+    """The raw contents of every knob file, to put back with reset_knob_bytes()."""
+    saved = {}
+    for rel in knob_files():
+        with open(os.path.join(root, rel), "rb") as f:
+            saved[rel] = f.read()
+    return saved
+
+
+def reset_knob_bytes(root, saved):
+    """Put every knob file back as saved (cheaper than copying the whole tree per run)."""
+    for rel, data in saved.items():
+        path = os.path.join(root, rel)
+        with open(path, "rb") as f:
+            if f.read() == data:
+                continue
+        with open(path, "wb") as f:
+            f.write(data)
+
+
 def parse_mask(text):
     cpus, bit = set(), 0
     for group in reversed(text.strip().split(",")):
@@ -195,8 +220,44 @@ def snapshot(root):
         path = os.path.join(root, rel)
         if os.path.exists(path):
             with open(path) as f:
-                out[rel] = kernel_value(f.read(), fmt)
+                text = f.read()
+            try:
+                out[rel] = kernel_value(text, fmt)
+            except (ValueError, AssertionError):
+                out[rel] = ("unparseable", text)
     return out
+
+
+def journal_entries(state_dir):
+    """path -> desired value of the knob lines of the journal (format in libtune/journal.c)."""
+    from urllib.parse import unquote
+    entries = {}
+    try:
+        with open(os.path.join(state_dir, "knobs.journal")) as f:
+            for line in f:
+                if line.startswith("knob "):
+                    fields = dict(kv.split("=", 1) for kv in line.split()[1:])
+                    entries[unquote(fields["path"]).lstrip("/")] = unquote(fields["desired"])
+    except FileNotFoundError:
+        pass
+    return entries
+
+
+def complete_torn_writes(root, state_dir):
+    """Finish writes a SIGKILL cut between O_TRUNC and write() (see the module docstring).
+    Returns the number completed; raises if an empty knob file has no journal entry."""
+    torn = 0
+    entries = None
+    for rel in knob_files():
+        path = os.path.join(root, rel)
+        if os.path.exists(path) and os.path.getsize(path) == 0:
+            if entries is None:
+                entries = journal_entries(state_dir)
+            assert rel in entries, f"{rel} is empty and the journal does not own it"
+            with open(path, "w") as f:
+                f.write(entries[rel])
+            torn += 1
+    return torn
 
 
 def diff(a, b):
@@ -224,7 +285,7 @@ class Daemon:
 
     def wait_ready(self, timeout=10.0):
         """True at READY=1; False if the process died first."""
-        self.sock.settimeout(0.05)
+        self.sock.settimeout(0.005)
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             try:
