@@ -333,7 +333,7 @@ static int parse_int_field(char **cursor, const char *key, long min, long max, l
 }
 
 static int parse_knob_line(char *line, tune_journal *j) {
-        _cleanup_free_ char *seq_s = NULL, *format = NULL, *state = NULL;
+        _cleanup_free_ char *format = NULL, *state = NULL;
         tune_journal_entry e = {};
         char *cursor = line;
         long v;
