@@ -239,6 +239,30 @@ static void test_seq_order(void **state) {
         assert_string_equal(j->entries[1].id, "c");
 }
 
+/* The example in docs/journal.md is a valid journal. */
+static void test_documented_example(void **state) {
+        const char *src = getenv("NPU_SOURCE_ROOT");
+        _cleanup_free_ char *doc = NULL;
+        _cleanup_(tune_journal_freep) tune_journal *j = NULL;
+        char path[4096];
+        unsigned line = 0;
+        (void) state;
+
+        if (!src)
+                skip();
+        snprintf(path, sizeof path, "%s/docs", src);
+        doc = fake_read(path, "journal.md");
+        char *start = strstr(doc, "```\n# npu-tuned knob journal");
+        assert_non_null(start);
+        start += 4;
+        char *end = strstr(start, "```");
+        assert_non_null(end);
+        assert_int_equal(tune_journal_parse(start, (size_t) (end - start), &j, &line), 0);
+        assert_int_equal(j->n, 2);
+        assert_string_equal(tune_journal_find(j, "irq/36")->original, "ff");
+        assert_int_equal(tune_journal_find(j, "irq/36")->error, -EIO);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_roundtrip),
@@ -247,6 +271,7 @@ int main(void) {
                 cmocka_unit_test(test_bad_contents),
                 cmocka_unit_test(test_file),
                 cmocka_unit_test(test_seq_order),
+                cmocka_unit_test(test_documented_example),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
