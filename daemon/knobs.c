@@ -243,7 +243,8 @@ static void log_item(const tune_knob_item *it) {
         const char *sep = it->label ? " (" : "", *end = it->label ? ")" : "";
 
         if (it->adopted && !it->adopted_changed)
-                log_info("%s: original value \"%s\" taken from the previous run's journal (the knob shows \"%s\").", it->id,
+                log_full(irq ? LOG_DEBUG : LOG_INFO,
+                         "%s: original value \"%s\" taken from the previous run's journal (the knob shows \"%s\").", it->id,
                          or_none(it->original), or_none(it->current));
         if (it->adopted_changed)
                 log_notice("%s: changed by someone else since the previous run (now \"%s\"): that is the original now.",
