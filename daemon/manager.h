@@ -19,6 +19,7 @@ typedef struct Manager {
         tune_accels accels;
         struct tune_policy *policy;
         bool live; /* root is "/" and the watcher may act on real processes */
+        struct Watcher *watcher; /* the process watcher; NULL unless live */
 } Manager;
 
 int manager_new(const daemon_options *o, Manager **ret);
