@@ -231,6 +231,23 @@ def children_of(pid):
     return out
 
 
+def wait_steps_ready(pid, timeout=10):
+    """Wait until npt-server threads is ready for its SIGUSR1 steps: it blocks SIGUSR1
+    before it starts early_thread, so once that thread exists a signal is safe (sent
+    earlier, it would kill the process)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            for t in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{t}/comm") as f:
+                    if f.read().strip() == "early_thread":
+                        return
+        except OSError:
+            pass
+        check(time.monotonic() < deadline, f"{pid} never started early_thread")
+        time.sleep(0.02)
+
+
 def thread_names(probe, pid):
     names = set()
     for l in probe.r.all(lambda l: l.get("pid") == str(pid)):
@@ -261,6 +278,7 @@ def t_basic():
     m = probe.matched(s.pid, 5)
     check(m["env"] == "read" and m.int("threads") >= 1, f"unexpected match: {m}")
 
+    wait_steps_ready(s.pid)
     n = probe.r.count()
     os.kill(s.pid, signal.SIGUSR1)
     t = probe.wait(lambda l: l.kind == "thread_new" and l.int("pid") == s.pid and l["comm"] != "early_thread",
@@ -581,7 +599,7 @@ def t_daemon_e2e():
     r.wait(lambda s: "Watching processes: 1 rule(s)" in s, 10, "the daemon to watch")
     s = start([SERVER, "threads"])
     r.wait(lambda l: f"matched pid={s.pid} " in l and "rule=stub" in l, 5, "the daemon to match")
-    time.sleep(0.2)
+    wait_steps_ready(s.pid)
     os.kill(s.pid, signal.SIGUSR1)
     r.wait(lambda l: f"thread_new pid={s.pid} " in l, 5, "the daemon to see the new thread")
     kill_group(s)
