@@ -2,6 +2,7 @@
 /* watcher-bench: how many process events per second the watcher sustains.
  *
  *   watcher-bench [--procs N] [--threads T] [--match] [--rcvbuf-kib K] [--idle-s S]
+ *                 [--watcher-nice N | --watcher-fifo]
  *
  * Runs the real watcher (connector, registry, matching, attribution) in a child process
  * with a counting consumer, then fork+execs N short-lived processes (this binary in
@@ -17,6 +18,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,11 +35,43 @@
 
 static uint64_t n_matched, n_threads_new, n_exits;
 
+/* Event (kernel timestamp) -> callback latencies, microseconds. */
+#define LAT_MAX 200000
+static double lat_exec[LAT_MAX], lat_thread[LAT_MAX];
+static size_t n_lat_exec, n_lat_thread;
+
+static void latency(Watcher *w, double *l, size_t *n) {
+        watcher_stats s;
+        struct timespec ts;
+
+        watcher_get_stats(w, &s);
+        if (!s.event_timestamp_ns || *n >= LAT_MAX)
+                return;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        l[(*n)++] = ((double) ts.tv_sec * 1e9 + (double) ts.tv_nsec - (double) s.event_timestamp_ns) / 1e3;
+}
+
 static void on_matched(Watcher *w, managed_process *p, void *u) {
         n_matched++;
+        latency(w, lat_exec, &n_lat_exec);
 }
 static void on_thread_new(Watcher *w, managed_process *p, managed_thread *t, void *u) {
         n_threads_new++;
+        latency(w, lat_thread, &n_lat_thread);
+}
+
+static int cmp_double(const void *a, const void *b) {
+        double x = *(const double *) a, y = *(const double *) b;
+        return x < y ? -1 : x > y;
+}
+
+static void percentiles(char *buf, size_t size, double *l, size_t n) {
+        if (n == 0) {
+                snprintf(buf, size, "n=0");
+                return;
+        }
+        qsort(l, n, sizeof *l, cmp_double);
+        snprintf(buf, size, "n=%zu median=%.0fus p99=%.0fus max=%.0fus", n, l[n / 2], l[n * 99 / 100], l[n - 1]);
 }
 static void on_exit_cb(Watcher *w, managed_process *p, watcher_exit_reason r, void *u) {
         n_exits++;
@@ -93,14 +127,17 @@ static int report_fd = -1;
 
 static void report(Watcher *w) {
         watcher_stats s;
-        char buf[512];
+        char buf[1024], a[128], b[128];
         int n;
 
         watcher_get_stats(w, &s);
         n = snprintf(buf, sizeof buf,
                      "events=%" PRIu64 " overruns=%" PRIu64 " resyncs=%" PRIu64 " matched=%" PRIu64 " threads=%" PRIu64
-                     " exits=%" PRIu64 " managed=%u filter=%d rcvbuf=%d\n",
+                     " exits=%" PRIu64 " managed=%u filter=%d rcvbuf=%d",
                      s.events, s.overruns, s.resyncs, n_matched, n_threads_new, n_exits, s.managed, s.filter, s.rcvbuf);
+        percentiles(a, sizeof a, lat_exec, n_lat_exec);
+        percentiles(b, sizeof b, lat_thread, n_lat_thread);
+        n += snprintf(buf + n, sizeof buf - (size_t) n, " |exec->matched %s |fork->thread_new %s|\n", a, b);
         if (write(report_fd, buf, (size_t) n) < 0)
                 _exit(1);
 }
@@ -180,13 +217,14 @@ int main(int argc, char *argv[]) {
         static const struct option options[] = {
                 { "procs", required_argument, NULL, 'n' },   { "threads", required_argument, NULL, 't' },
                 { "match", no_argument, NULL, 'm' },         { "rcvbuf-kib", required_argument, NULL, 'r' },
-                { "idle-s", required_argument, NULL, 'i' },  {}
+                { "idle-s", required_argument, NULL, 'i' },  { "watcher-nice", required_argument, NULL, 'N' },
+                { "watcher-fifo", no_argument, NULL, 'F' },  {}
         };
         char exe[4096], line[512];
         long procs = 2000, threads = 4, idle_s = 0;
         unsigned rcvbuf = 4096;
-        bool match = false;
-        int pipefd[2], c;
+        bool match = false, fifo = false;
+        int pipefd[2], c, nice_ = 0;
         ssize_t len;
         pid_t watcher;
         FILE *from;
@@ -210,6 +248,12 @@ int main(int argc, char *argv[]) {
                 case 'i':
                         idle_s = strtol(optarg, NULL, 10);
                         break;
+                case 'N':
+                        nice_ = atoi(optarg);
+                        break;
+                case 'F':
+                        fifo = true;
+                        break;
                 default:
                         return 2;
                 }
@@ -228,6 +272,13 @@ int main(int argc, char *argv[]) {
         if (watcher == 0) {
                 close(pipefd[0]);
                 report_fd = pipefd[1];
+                if (nice_ && setpriority(PRIO_PROCESS, 0, nice_) < 0)
+                        perror("watcher-bench: setpriority");
+                if (fifo) {
+                        struct sched_param sp = { .sched_priority = 1 };
+                        if (sched_setscheduler(0, SCHED_FIFO, &sp) < 0)
+                                perror("watcher-bench: SCHED_FIFO");
+                }
                 _exit(run_watcher(exe, match, rcvbuf));
         }
         close(pipefd[1]);
@@ -268,8 +319,9 @@ int main(int argc, char *argv[]) {
         uint64_t handled = ev - ev0;
         uint64_t offered = (uint64_t) procs * (3 + 2 * (uint64_t) threads); /* fork, exec, exit; per thread fork, exit */
 
-        printf("watcher-bench: %ld processes x %ld threads, rule %s, rcvbuf %u KiB, event filter %s\n", procs, threads,
-               match ? "matches every load process" : "matches nothing", rcvbuf, field(line, "filter=") ? "on" : "off");
+        printf("watcher-bench: %ld processes x %ld threads, rule %s, rcvbuf %u KiB, event filter %s, watcher %s (nice %d)\n",
+               procs, threads, match ? "matches every load process" : "matches nothing", rcvbuf,
+               field(line, "filter=") ? "on" : "off", fifo ? "SCHED_FIFO 1" : "SCHED_OTHER", nice_);
         printf("  load:     %.2f s, %.0f processes/s, %" PRIu64 " events offered (%.0f events/s)\n", t_load,
                (double) procs / t_load, offered, (double) offered / t_load);
         printf("  watcher:  %" PRIu64 " events handled (other processes' included), %" PRIu64 " overruns, %" PRIu64
@@ -278,6 +330,12 @@ int main(int argc, char *argv[]) {
                field(line, "threads="), field(line, "exits="));
         printf("  cost:     %.3f CPU-s in the watcher, %.1f us per event\n", cpu, cpu > 0 ? cpu * 1e6 / (double) handled : 0);
         printf("  capacity: %.0f events per watcher CPU-second\n", cpu > 0 ? (double) handled / cpu : 0);
+        if (match) {
+                const char *p = strchr(line, '|'), *q = p ? strchr(p + 1, '|') : NULL;
+                if (p && q)
+                        printf("  latency:  event timestamp -> callback: exec -> on_process_matched %.*s; "
+                               "thread fork -> on_thread_new %s", (int) (q - p - 1), p + 1, q + 1);
+        }
 
         if (idle_s > 0) {
                 long cs0 = ctxt_switches(watcher);

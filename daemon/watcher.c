@@ -721,6 +721,7 @@ static void on_event(Connector *c, const struct proc_event *ev, void *userdata) 
         Watcher *w = userdata;
 
         w->stats.events++;
+        w->stats.event_timestamp_ns = ev->timestamp_ns;
         switch (ev->what) {
         case PROC_EVENT_FORK:
                 handle_fork(w, ev->event_data.fork.parent_tgid, ev->event_data.fork.child_pid,
@@ -739,6 +740,7 @@ static void on_event(Connector *c, const struct proc_event *ev, void *userdata) 
         default:
                 break;
         }
+        w->stats.event_timestamp_ns = 0;
 }
 
 static int on_pidfd(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
@@ -1024,8 +1026,11 @@ int watcher_check_process(Watcher *w, const managed_process *p) {
 }
 
 managed_process *watcher_find(Watcher *w, pid_t pid) {
-        Entry *e = lookup_managed(w, pid);
-        return e ? &e->p : NULL;
+        Entry *e = registry_get(w->registry, pid);
+
+        /* No release here (the pidfd source does that): no callback from inside a
+         * consumer's call. */
+        return e && e->matched && entry_alive(e) ? &e->p : NULL;
 }
 
 void watcher_get_stats(const Watcher *w, watcher_stats *ret) {

@@ -82,6 +82,7 @@ typedef struct watcher_stats {
         unsigned candidates;   /* unmatched processes kept for their environment (descendants, retitle candidates) */
         bool filter;           /* kernel event filter in use */
         int rcvbuf;
+        uint64_t event_timestamp_ns; /* CLOCK_MONOTONIC stamp of the event being handled (0: none) */
 } watcher_stats;
 
 /* accels, policy and ctx must outlive the watcher. policy may be NULL (no rules: nothing is
@@ -101,6 +102,6 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Watcher *, watcher_free);
 /* 1: p is still the process it was matched as (its pidfd has not signalled an exit, or
  * without one, the start time still matches); 0: it is gone. Cheap (one poll()). */
 int watcher_check_process(Watcher *w, const managed_process *p);
-/* The managed process with this pid, or NULL. */
+/* The managed process with this pid, or NULL (also when it just exited). Never calls back. */
 managed_process *watcher_find(Watcher *w, pid_t pid);
 void watcher_get_stats(const Watcher *w, watcher_stats *ret);
