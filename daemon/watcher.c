@@ -937,6 +937,22 @@ int watcher_new(sd_event *e, const tune_ctx *ctx, const tune_accels *accels, con
         return 0;
 }
 
+/* The device numbers of the accelerators' nodes, for the open-device-files source. */
+static int read_accel_rdevs(Watcher *w) {
+        free(w->accel_rdevs);
+        w->accel_rdevs = NULL;
+        if (w->accels->n == 0 || !tune_ctx_is_live(w->ctx))
+                return 0;
+        w->accel_rdevs = calloc(w->accels->n, sizeof *w->accel_rdevs);
+        if (!w->accel_rdevs)
+                return -ENOMEM;
+        for (unsigned i = 0; i < w->accels->n; i++)
+                if (w->accels->items[i].dev_path[0] &&
+                    tune_read_rdev(w->ctx, w->accels->items[i].dev_path, &w->accel_rdevs[i]) < 0)
+                        w->accel_rdevs[i] = 0;
+        return 0;
+}
+
 static void raise_fd_limit(void) {
         struct rlimit rl;
 
@@ -960,15 +976,9 @@ int watcher_start(Watcher *w) {
         if (!tune_ctx_is_live(w->ctx))
                 return log_error_errno(EOPNOTSUPP, "The process watcher needs the live root \"/\".");
         raise_fd_limit();
-        if (w->accels->n > 0) {
-                w->accel_rdevs = calloc(w->accels->n, sizeof *w->accel_rdevs);
-                if (!w->accel_rdevs)
-                        return log_oom();
-                for (unsigned i = 0; i < w->accels->n; i++)
-                        if (w->accels->items[i].dev_path[0] &&
-                            tune_read_rdev(w->ctx, w->accels->items[i].dev_path, &w->accel_rdevs[i]) < 0)
-                                w->accel_rdevs[i] = 0;
-        }
+        r = read_accel_rdevs(w);
+        if (r < 0)
+                return log_oom();
         r = connector_new(w->event, &cp, &cb, w, &w->connector);
         if (r < 0)
                 return log_oom();
@@ -982,6 +992,73 @@ int watcher_start(Watcher *w) {
         connector_get_stats(w->connector, &cs);
         log_info("Watching processes: %u rule(s), %u managed after the initial scan, event filter %s, receive buffer %d KiB.",
                  w->policy ? w->policy->n_rules : 0, w->stats.managed, cs.filter ? "on" : "off", cs.rcvbuf / 1024);
+        return 0;
+}
+
+int watcher_reload(Watcher *w, const tune_accels *accels, const tune_policy *policy) {
+        static const tune_accels no_accels = {};
+        _cleanup_free_ pid_t *pids = NULL;
+        char **names = NULL;
+        unsigned n_names = 0;
+        size_t n = 0;
+        int r;
+
+        r = tune_attribution_env_names(policy, &names, &n_names);
+        if (r < 0)
+                return r;
+        r = registry_pids(w->registry, &pids, &n);
+        if (r < 0) {
+                tune_strv_free(names);
+                return r;
+        }
+        tune_strv_free(w->env_names);
+        w->env_names = names;
+        w->n_env_names = n_names;
+        w->policy = policy;
+        w->accels = accels ? accels : &no_accels;
+        if (read_accel_rdevs(w) < 0)
+                log_oom();
+        for (size_t i = 0; i < n; i++) {
+                Entry *e = registry_get(w->registry, pids[i]);
+                char comm[TUNE_COMM_MAX];
+                tune_proc_stat st;
+
+                if (!e)
+                        continue;
+                if (!have_rules(w) || tune_proc_read_comm(w->ctx, e->p.pid, 0, comm) < 0) {
+                        entry_release(e, have_rules(w) ? WATCHER_EXIT_EXITED : WATCHER_EXIT_UNMATCHED);
+                        continue;
+                }
+                /* Still valid during this call (the caller frees the old policy after it):
+                 * on_process_exit(UNMATCHED) sees the rule the process had. */
+                st = (tune_proc_stat){ .pid = e->p.pid, .ppid = e->p.ppid, .start_time = e->p.start_time };
+                evaluate(w, e, &st, comm, EVAL_SCAN);
+        }
+        if (w->connector)
+                resync(w);
+        log_info("Process rules reloaded: %u rule(s), %u process(es) managed.", policy ? policy->n_rules : 0,
+                 w->stats.managed);
+        return 0;
+}
+
+int watcher_evaluate_pid(Watcher *w, pid_t pid, managed_process **ret) {
+        Entry *e = registry_get(w->registry, pid);
+        tune_proc_stat st;
+
+        if (!w->accel_rdevs && read_accel_rdevs(w) < 0)
+                return -ENOMEM;
+        if (tune_proc_read_stat(w->ctx, pid, &st) < 0)
+                return -ESRCH;
+        if (e && e->p.start_time != st.start_time) {
+                entry_release(e, WATCHER_EXIT_PID_REUSED);
+                e = NULL;
+        }
+        if (!e || !e->matched)
+                evaluate(w, e, &st, NULL, EVAL_SCAN);
+        e = registry_get(w->registry, pid);
+        if (!e || !e->matched)
+                return -ENOENT;
+        *ret = &e->p;
         return 0;
 }
 

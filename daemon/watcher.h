@@ -93,6 +93,17 @@ int watcher_new(sd_event *e, const tune_ctx *ctx, const tune_accels *accels, con
  * that already exist. Needs the live root, root privileges and the initial namespaces;
  * logs the cause and returns a negative errno otherwise (-ETIMEDOUT: no ack). */
 int watcher_start(Watcher *w);
+/* A new policy (and accelerator list; either may be the same as before): every known
+ * process is matched again (on_process_changed with WATCHER_CHANGE_RULE for those still
+ * matching, since their rule pointer is new; on_process_exit(UNMATCHED) for those that no
+ * longer match), then /proc is scanned for processes the new rules match. Afterwards no
+ * managed_process points into the old policy: free it only after this returns. */
+int watcher_reload(Watcher *w, const tune_accels *accels, const tune_policy *policy);
+/* Evaluate one process now, as the start-up scan would (its environment as /proc shows it
+ * now): for --explain. Works on a watcher that was not started (no events then). Returns
+ * 0 with *ret (owned by the watcher) if a rule matches, -ENOENT if none does, -ESRCH if
+ * there is no such process. */
+int watcher_evaluate_pid(Watcher *w, pid_t pid, managed_process **ret);
 /* on_process_exit(WATCHER_EXIT_STOP) for every managed process, then forget them all. */
 void watcher_release_all(Watcher *w);
 /* Frees without callbacks (call watcher_release_all() first if the consumer needs them). */

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """Live tests of the process watcher, with the kernel's real proc connector.
 
-Usage: watcher-live.py TEST   (basic, servers, devices, overrun, start-race, pid-reuse,
-                               namespace, daemon-e2e)
+Usage: watcher-live.py TEST   (basic, reload, servers, devices, overrun, start-race,
+                               pid-reuse, namespace, daemon-e2e)
 
 Most tests drive watcher-probe (the real watcher with a consumer that prints one line per
 callback) and assert on its lines; daemon-e2e and namespace run the real daemon. Every
@@ -608,8 +608,42 @@ def t_daemon_e2e():
     check(d.wait(timeout=10) == 0, "the daemon did not stop cleanly")
 
 
+def t_reload():
+    """A policy reload (SIGHUP) re-matches every known process: one that no longer matches
+    is released, one that matches now is managed, and the --explain path evaluates a single
+    process without events."""
+    require_root()
+    probe = Probe(["--rule", "old", "--exe", SERVER, "--cmdline", "npt-server threads$",
+                   "--then", "--rule", "new", "--exe", SERVER, "--cmdline", "npt-server pause reload$"])
+    s1 = start([SERVER, "threads"])
+    s2 = start([SERVER, "pause", "reload"])
+    probe.matched(s1.pid, 5, lambda l: l["rule"] == "old")
+    time.sleep(0.3)
+    check(not probe.r.all(lambda l: l.kind == "matched" and l.int("pid") == s2.pid), "matched before the reload")
+    n = probe.r.count()
+    os.kill(probe.p.pid, signal.SIGHUP)
+    probe.wait(lambda l: l.kind == "exit" and l.int("pid") == s1.pid and l["reason"] == "unmatched", 5,
+               "the old rule's process to be released", start=n)
+    probe.wait(lambda l: l.kind == "matched" and l.int("pid") == s2.pid and l["rule"] == "new", 5,
+               "the new rule's process to be managed", start=n)
+    r = probe.wait(lambda l: l.kind == "reloaded", 5, "the reload", start=n)
+    check(r.int("r") == 0 and r.int("managed") == 1, f"reload: {r}")
+    probe.stop()
+
+    rules = ["--rule", "new", "--exe", SERVER, "--cmdline", "npt-server pause reload$"]
+    out = subprocess.run([PROBE, "--evaluate", str(s2.pid)] + rules, capture_output=True, text=True, timeout=10)
+    e = Line(next((x for x in out.stdout.splitlines() if x.startswith("evaluated")), ""))
+    check(out.returncode == 0 and e.kind == "evaluated" and e["rule"] == "new" and e.int("pid") == s2.pid,
+          f"evaluate: {out.stdout} {out.stderr}")
+    out = subprocess.run([PROBE, "--evaluate", str(s1.pid)] + rules, capture_output=True, text=True, timeout=10)
+    check(out.returncode == 4 and "error=-2" in out.stdout, f"evaluate of a non-matching process: {out.stdout}")
+    for p in (s1, s2):
+        kill_group(p)
+
+
 TESTS = {
     "basic": t_basic,
+    "reload": t_reload,
     "servers": t_servers,
     "devices": t_devices,
     "overrun": t_overrun,

@@ -8,7 +8,12 @@
  *                  [--mode auto|explicit|none] [--rule-accel KIND:INDEX]...]...
  *                 [--accel KIND:INDEX[:DEVPATH]]... [--kind NAME:ENV[:physical]]
  *                 [--rcvbuf-kib N] [--reconcile-ms N] [--device-retry-ms N] [--max N]
- *                 [--check-identity] [-v]
+ *                 [--check-identity] [-v] [--then --rule NAME ...]
+ *                 [--evaluate PID]
+ *
+ * Rules after --then form a second policy, swapped in with watcher_reload() on SIGHUP
+ * ("reloaded" line). --evaluate PID: no events, just watcher_evaluate_pid() (the
+ * --explain path) on one process, one "evaluated" line, exit.
  *
  * Lines: ready, matched, changed, thread_new, thread_renamed, thread_exit, exit, reconcile,
  * violation, stats (on SIGUSR1 and at the end). Every line about a process carries its
@@ -32,10 +37,13 @@
 #define MAX_RULES 16
 #define MAX_ACCELS 64
 
-static tune_policy_rule rules[MAX_RULES];
+static tune_policy_rule rules[MAX_RULES], rules2[MAX_RULES];
 static tune_accel_ref rule_accels[MAX_RULES][16];
 static tune_policy_kind kinds[8];
 static tune_policy policy = { .version = TUNE_POLICY_VERSION, .rules = rules, .kinds = kinds };
+static tune_policy policy2 = { .version = TUNE_POLICY_VERSION, .rules = rules2, .kinds = kinds };
+static tune_policy *building = &policy;
+static const tune_accels *probe_accels;
 static tune_accel accel_items[MAX_ACCELS];
 static tune_accels accels = { .items = accel_items };
 static bool check_identity;
@@ -142,6 +150,14 @@ static int on_usr1(sd_event_source *s, const struct signalfd_siginfo *si, void *
         return 0;
 }
 
+static int on_hup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        watcher_stats st;
+        int r = watcher_reload(userdata, probe_accels, &policy2);
+        watcher_get_stats(userdata, &st);
+        out("reloaded r=%d rules=%u managed=%u", r, policy2.n_rules, st.managed);
+        return 0;
+}
+
 static int parse_ref(const char *s, char kind[static TUNE_ACCEL_KIND_MAX], int *index, const char **rest) {
         const char *colon = strchr(s, ':');
         char *end;
@@ -174,7 +190,7 @@ int main(int argc, char *argv[]) {
         enum {
                 ARG_RULE = 0x100, ARG_COMM, ARG_EXE, ARG_CMDLINE, ARG_UID, ARG_CGROUP, ARG_RANK_CMDLINE, ARG_RANK_COMM,
                 ARG_RANK_ENV, ARG_MODE, ARG_RULE_ACCEL, ARG_ACCEL, ARG_KIND, ARG_RCVBUF, ARG_RECONCILE, ARG_DEVICE_RETRY,
-                ARG_MAX, ARG_CHECK_IDENTITY,
+                ARG_MAX, ARG_CHECK_IDENTITY, ARG_THEN, ARG_EVALUATE,
         };
         static const struct option options[] = {
                 { "rule", required_argument, NULL, ARG_RULE },
@@ -195,6 +211,8 @@ int main(int argc, char *argv[]) {
                 { "device-retry-ms", required_argument, NULL, ARG_DEVICE_RETRY },
                 { "max", required_argument, NULL, ARG_MAX },
                 { "check-identity", no_argument, NULL, ARG_CHECK_IDENTITY },
+                { "then", no_argument, NULL, ARG_THEN },
+                { "evaluate", required_argument, NULL, ARG_EVALUATE },
                 { "verbose", no_argument, NULL, 'v' },
                 {}
         };
@@ -204,6 +222,7 @@ int main(int argc, char *argv[]) {
         sd_event *event = NULL;
         watcher_params params = {};
         tune_policy_rule *r = NULL;
+        pid_t evaluate_pid = 0;
         sigset_t mask;
         int c, ret;
 
@@ -212,14 +231,23 @@ int main(int argc, char *argv[]) {
                 if (c >= ARG_COMM && c <= ARG_RULE_ACCEL && !r)
                         return usage();
                 switch (c) {
-                case ARG_RULE:
-                        if (policy.n_rules >= MAX_RULES)
+                case ARG_RULE: {
+                        unsigned k = policy.n_rules + policy2.n_rules;
+                        if (k >= MAX_RULES)
                                 return usage();
-                        r = &rules[policy.n_rules++];
+                        r = &building->rules[building->n_rules++];
                         r->name = optarg;
                         r->accel_mode = TUNE_ACCEL_AUTO;
-                        r->accels = rule_accels[r - rules];
-                        r->match_uids = uids[r - rules];
+                        r->accels = rule_accels[k];
+                        r->match_uids = uids[k];
+                        break;
+                }
+                case ARG_THEN:
+                        building = &policy2;
+                        r = NULL;
+                        break;
+                case ARG_EVALUATE:
+                        evaluate_pid = (pid_t) strtol(optarg, NULL, 10);
                         break;
                 case ARG_COMM:
                         r->match_comm = optarg;
@@ -326,10 +354,13 @@ int main(int argc, char *argv[]) {
         if (ret < 0)
                 return 1;
         probe_ctx = ctx;
+        probe_accels = &accels;
+        policy2.n_kinds = policy.n_kinds;
         sigemptyset(&mask);
         sigaddset(&mask, SIGTERM);
         sigaddset(&mask, SIGINT);
         sigaddset(&mask, SIGUSR1);
+        sigaddset(&mask, SIGHUP);
         sigprocmask(SIG_BLOCK, &mask, NULL);
         if (sd_event_new(&event) < 0)
                 return 1;
@@ -348,6 +379,18 @@ int main(int argc, char *argv[]) {
         (void) sd_event_add_signal(event, NULL, SIGTERM, NULL, NULL);
         (void) sd_event_add_signal(event, NULL, SIGINT, NULL, NULL);
         (void) sd_event_add_signal(event, NULL, SIGUSR1, on_usr1, w);
+        (void) sd_event_add_signal(event, NULL, SIGHUP, on_hup, w);
+        if (evaluate_pid > 0) {
+                managed_process *p;
+                ret = watcher_evaluate_pid(w, evaluate_pid, &p);
+                if (ret < 0)
+                        out("evaluated pid=%d error=%d", (int) evaluate_pid, ret);
+                else
+                        print_process("evaluated", p, 0);
+                w = watcher_free(w);
+                sd_event_unref(event);
+                return ret < 0 ? 4 : 0;
+        }
         ret = watcher_start(w);
         if (ret < 0) {
                 out("failed error=%d", ret);
@@ -363,11 +406,14 @@ int main(int argc, char *argv[]) {
         watcher_release_all(w);
         w = watcher_free(w);
         sd_event_unref(event);
-        for (unsigned i = 0; i < policy.n_rules; i++) {
-                if (rules[i].has_match_cmdline)
-                        regfree(&rules[i].match_cmdline);
-                if (rules[i].rank_regex_src)
-                        regfree(&rules[i].rank_regex);
+        for (unsigned i = 0; i < MAX_RULES; i++) {
+                tune_policy_rule *x[2] = { &rules[i], &rules2[i] };
+                for (int j = 0; j < 2; j++) {
+                        if (x[j]->has_match_cmdline)
+                                regfree(&x[j]->match_cmdline);
+                        if (x[j]->rank_regex_src)
+                                regfree(&x[j]->rank_regex);
+                }
         }
         return ret < 0 ? 1 : 0;
 }
