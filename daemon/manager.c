@@ -10,7 +10,7 @@
 #include "watcher.h"
 #ifdef NPU_TUNED_WATCHER_STUB_POLICY
 /* TEST-ONLY (INTEGRATOR: delete with watcher-stub-policy.c once the JSON policy parser
- * lands and tests/watcher/test-daemon-e2e.py uses --policy-dir). Only in the uninstalled
+ * lands and tests/watcher/watcher-live.py daemon-e2e uses --policy-dir). Only in the uninstalled
  * npu-tuned-stubpolicy test binary, never in npu-tuned. */
 #include "watcher-stub-policy.h"
 #endif

@@ -2,7 +2,7 @@
 #pragma once
 
 /* TEST-ONLY. INTEGRATOR: delete this file and watcher-stub-policy.c once the JSON policy
- * parser lands; tests/watcher/test-daemon-e2e.py then writes a policy file instead. Built
+ * parser lands; tests/watcher/watcher-live.py (daemon-e2e) then writes a policy file instead. Built
  * only into the uninstalled npu-tuned-stubpolicy binary. */
 
 #include "npu-tuned/policy.h"
