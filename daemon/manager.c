@@ -5,6 +5,7 @@
 #include <string.h>
 #include <systemd/sd-daemon.h>
 
+#include "knobs.h"
 #include "log.h"
 #include "manager.h"
 #include "watcher.h"
@@ -19,6 +20,7 @@ Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
         watcher_free(m->watcher);
+        knobs_free(m->knobs);
         tune_accels_done(&m->accels);
         tune_topology_free(m->topology);
         tune_ctx_free(m->ctx);
@@ -102,17 +104,26 @@ int manager_start(Manager *m) {
         r = sd_event_set_watchdog(m->event, true);
         if (r < 0)
                 log_warning_errno(r, "Failed to enable the service watchdog, ignoring: %m");
+        /* The watcher first: if it cannot run (not in the host's namespaces), the daemon
+         * exits before it has touched any knob. */
         if (m->live) {
                 r = manager_start_watcher(m);
                 if (r < 0)
                         return r;
         }
+        r = knobs_start(m);
+        if (r < 0)
+                return r;
         return 0;
 }
 
 int manager_run(Manager *m) {
+        int r;
+
         (void) sd_notify(false, "READY=1\nSTATUS=Running.");
         log_info("Running: %u NUMA node(s), %u accelerator(s), root %s%s.", m->topology->n_nodes, m->accels.n,
                  tune_ctx_root(m->ctx), m->live ? "" : ", process watcher off");
-        return sd_event_loop(m->event);
+        r = sd_event_loop(m->event);
+        (void) knobs_stop(m);
+        return r;
 }

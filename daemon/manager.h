@@ -18,6 +18,7 @@ typedef struct Manager {
         tune_topology *topology;
         tune_accels accels;
         struct tune_policy *policy;
+        struct Knobs *knobs; /* host knobs: daemon/knobs.c */
         bool live; /* root is "/" and the watcher may act on real processes */
         struct Watcher *watcher; /* the process watcher; NULL unless live */
 } Manager;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "knobs.h"
 #include "log.h"
 #include "manager.h"
 #include "options.h"
@@ -180,6 +181,8 @@ int main(int argc, char *argv[]) {
                 return run_print_topology(&o);
         case MODE_RUN:
                 return run_daemon(&o);
+        case MODE_RESTORE:
+                return run_restore(&o);
         default:
                 fprintf(stderr, "npu-tuned: this mode is not implemented yet\n");
                 return 2;

@@ -1,0 +1,656 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Host knobs in the daemon: the story of one run is
+ *   lock the state dir -> read a dead run's journal (adopt its originals) -> plan ->
+ *   journal -> write -> watch for changes by others -> SIGTERM -> restore -> remove journal.
+ * libtune does the work and returns reasons; this file logs them. */
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <json-c/json.h>
+#include <systemd/sd-daemon.h>
+
+#include "npu-tuned/journal.h"
+#include "npu-tuned/knob.h"
+#include "knobs.h"
+#include "log.h"
+#include "manager.h"
+
+#define RECONCILE_INTERVAL_MS_DEFAULT 10000u
+
+struct Knobs {
+        Manager *m;
+        tune_policy_host json_host; /* TEMPORARY: from knobs_host_from_json() */
+        bool have_json_host;
+        const tune_policy_host *host;
+        unsigned interval_ms;
+        tune_cpuset housekeeping;
+        tune_cpuset inference;
+        tune_knob_plan plan;
+        bool *drift_logged;         /* per plan item */
+        tune_journal *journal;      /* what we own now; NULL: nothing */
+        int lock_fd;
+        sd_event_source *timer;
+        /* Crash-test hooks (below a test root only): see knobs_test_hooks(). */
+        unsigned step, kill_at, delay_us;
+        unsigned seed;
+};
+
+/* ---- TEMPORARY host settings reader (replace with the policy parser) ----------------- */
+
+void knobs_host_done(tune_policy_host *h) {
+        free(h->governor);
+        free(h->thp_enabled);
+        free(h->thp_defrag);
+        free(h->aspm_policy);
+        *h = (tune_policy_host){};
+}
+
+static int json_string_field(json_object *o, const char *key, char **field) {
+        json_object *v;
+        if (!json_object_object_get_ex(o, key, &v))
+                return 0;
+        if (json_object_is_type(v, json_type_null)) {
+                free(*field);
+                *field = NULL;
+                return 0;
+        }
+        if (!json_object_is_type(v, json_type_string))
+                return -EINVAL;
+        char *s = strdup(json_object_get_string(v));
+        if (!s)
+                return -ENOMEM;
+        free(*field);
+        *field = s;
+        return 0;
+}
+
+static int json_int_field(json_object *o, const char *key, long min, long max, long *field) {
+        json_object *v;
+        if (!json_object_object_get_ex(o, key, &v))
+                return 0;
+        if (!json_object_is_type(v, json_type_int))
+                return -EINVAL;
+        int64_t x = json_object_get_int64(v);
+        if (x < min || x > max)
+                return -ERANGE;
+        *field = (long) x;
+        return 0;
+}
+
+static int json_bool_field(json_object *o, const char *key, bool *field) {
+        json_object *v;
+        if (!json_object_object_get_ex(o, key, &v))
+                return 0;
+        if (!json_object_is_type(v, json_type_boolean))
+                return -EINVAL;
+        *field = json_object_get_boolean(v);
+        return 0;
+}
+
+static int host_from_object(json_object *host, tune_policy_host *h) {
+        _cleanup_free_ char *scope = NULL, *link = NULL;
+        long khugepaged = h->khugepaged_defrag, numa = h->numa_balancing, hk = h->irq_housekeeping_cpus_per_node;
+        int r = 0;
+
+        if ((r = json_string_field(host, "governor", &h->governor)) < 0 ||
+            (r = json_string_field(host, "governor_scope", &scope)) < 0 ||
+            (r = json_string_field(host, "thp_enabled", &h->thp_enabled)) < 0 ||
+            (r = json_string_field(host, "thp_defrag", &h->thp_defrag)) < 0 ||
+            (r = json_int_field(host, "khugepaged_defrag", -1, 1, &khugepaged)) < 0 ||
+            (r = json_bool_field(host, "irq_manage", &h->irq_manage)) < 0 ||
+            (r = json_int_field(host, "irq_housekeeping_cpus_per_node", 0, TUNE_CPU_MAX, &hk)) < 0 ||
+            (r = json_bool_field(host, "irq_keep_off_inference_cpus", &h->irq_keep_off_inference_cpus)) < 0 ||
+            (r = json_bool_field(host, "irq_steer_accelerator_irqs", &h->irq_steer_accelerator_irqs)) < 0 ||
+            (r = json_string_field(host, "aspm_policy", &h->aspm_policy)) < 0 ||
+            (r = json_string_field(host, "aspm_accelerator_link", &link)) < 0 ||
+            (r = json_int_field(host, "numa_balancing", -1, 2, &numa)) < 0 ||
+            (r = json_bool_field(host, "reassert", &h->reassert)) < 0)
+                return r;
+        h->khugepaged_defrag = (int) khugepaged;
+        h->numa_balancing = (int) numa;
+        h->irq_housekeeping_cpus_per_node = (unsigned) hk;
+        if (scope) {
+                if (streq(scope, "all"))
+                        h->governor_scope = TUNE_GOVERNOR_ALL_CPUS;
+                else if (streq(scope, "inference"))
+                        h->governor_scope = TUNE_GOVERNOR_INFERENCE_CPUS;
+                else
+                        return -EINVAL;
+        }
+        if (link) {
+                if (streq(link, "unchanged"))
+                        h->aspm_accelerator_link = TUNE_ASPM_LINK_UNCHANGED;
+                else if (streq(link, "l1-only"))
+                        h->aspm_accelerator_link = TUNE_ASPM_LINK_L1_ONLY;
+                else if (streq(link, "off"))
+                        h->aspm_accelerator_link = TUNE_ASPM_LINK_OFF;
+                else
+                        return -EINVAL;
+        }
+        return 0;
+}
+
+static int json_file_filter(const struct dirent *de) {
+        size_t len = strlen(de->d_name);
+        return de->d_name[0] != '.' && len > 5 && streq(de->d_name + len - 5, ".json");
+}
+
+int knobs_host_from_json(const char *const *dirs, unsigned n_dirs, tune_policy_host *ret, unsigned *ret_interval_ms) {
+        tune_policy_host h = { .khugepaged_defrag = -1, .numa_balancing = -1, .irq_housekeeping_cpus_per_node = 1 };
+        unsigned interval = RECONCILE_INTERVAL_MS_DEFAULT;
+        int r = 0;
+
+        for (unsigned d = 0; d < n_dirs && r >= 0; d++) {
+                struct dirent **names = NULL;
+                int n = scandir(dirs[d], &names, json_file_filter, alphasort);
+                if (n < 0) {
+                        r = log_error_errno(errno, "Failed to read policy directory %s: %m", dirs[d]);
+                        break;
+                }
+                for (int i = 0; i < n; i++) {
+                        char path[4096];
+                        json_object *o = NULL, *host, *opts;
+                        long ms = interval;
+                        if (r >= 0 && snprintf(path, sizeof path, "%s/%s", dirs[d], names[i]->d_name) < (int) sizeof path) {
+                                o = json_object_from_file(path);
+                                if (!o)
+                                        r = log_error_errno(EINVAL, "Failed to parse %s: %s", path, json_util_get_last_err());
+                                else if (json_object_object_get_ex(o, "host", &host) &&
+                                         (r = host_from_object(host, &h)) < 0)
+                                        log_error_errno(r, "%s: bad \"host\" settings: %m", path);
+                                else if (json_object_object_get_ex(o, "options", &opts) &&
+                                         (r = json_int_field(opts, "reconcile_interval_ms", 10, 3600000, &ms)) < 0)
+                                        log_error_errno(r, "%s: bad options.reconcile_interval_ms: %m", path);
+                                interval = (unsigned) ms;
+                                json_object_put(o);
+                        }
+                        free(names[i]);
+                }
+                free(names);
+        }
+        if (r < 0) {
+                knobs_host_done(&h);
+                return r;
+        }
+        *ret = h;
+        *ret_interval_ms = interval;
+        return 0;
+}
+
+/* ---- reports ------------------------------------------------------------------------- */
+
+static const char *or_none(const char *s) {
+        return s ? s : "?";
+}
+
+static void log_notes(const tune_knob_plan *p) {
+        for (unsigned i = 0; i < p->n_notes; i++) {
+                const tune_knob_note *n = &p->notes[i];
+                if (n->error < 0)
+                        log_notice("%s: %s", n->backend, n->message);
+                else
+                        log_warning("%s: %s", n->backend, n->message);
+        }
+}
+
+/* IRQs come by the hundred: one line each at debug level, a summary at info. */
+static void log_irq_summary(const Knobs *k) {
+        unsigned moved = 0, already = 0, skipped = 0, refused = 0;
+        char managed[512] = "";
+        size_t len = 0;
+
+        for (unsigned i = 0; i < k->plan.n; i++) {
+                const tune_knob_item *it = &k->plan.items[i];
+                if (!streq(it->backend->name, "irq"))
+                        continue;
+                switch (it->outcome) {
+                case TUNE_KNOB_APPLIED:
+                        moved++;
+                        break;
+                case TUNE_KNOB_ALREADY:
+                        already++;
+                        break;
+                case TUNE_KNOB_SKIPPED:
+                case TUNE_KNOB_REFUSED:
+                        if (it->outcome == TUNE_KNOB_SKIPPED)
+                                skipped++;
+                        else
+                                refused++;
+                        if (len + 32 < sizeof managed)
+                                len += (size_t) snprintf(managed + len, sizeof managed - len, "%s%s", len ? ", " : "",
+                                                         it->id + strlen("irq/"));
+                        break;
+                default:
+                        break;
+                }
+        }
+        if (moved + already + skipped + refused == 0)
+                return;
+        log_info("IRQ affinity: %u IRQ(s) set, %u already right, %u skipped or refused%s%s%s (managed IRQs and "
+                 "missing files are left to the kernel; -v lists each).",
+                 moved, already, skipped + refused, len ? " (" : "", managed, len ? ")" : "");
+}
+
+static void log_item(const tune_knob_item *it) {
+        const bool irq = streq(it->backend->name, "irq");
+        const char *label = it->label ? it->label : "";
+        const char *sep = it->label ? " (" : "", *end = it->label ? ")" : "";
+
+        if (it->adopted && !it->adopted_changed)
+                log_full(irq ? LOG_DEBUG : LOG_INFO,
+                         "%s: original value \"%s\" taken from the previous run's journal (the knob shows \"%s\").", it->id,
+                         or_none(it->original), or_none(it->current));
+        if (it->adopted_changed)
+                log_notice("%s: changed by someone else since the previous run (now \"%s\"): that is the original now.",
+                           it->id, or_none(it->current));
+        switch (it->outcome) {
+        case TUNE_KNOB_APPLIED:
+                log_full(irq ? LOG_DEBUG : LOG_INFO, "%s%s%s%s: %s -> %s", it->id, sep, label, end, or_none(it->current),
+                         or_none(it->desired));
+                break;
+        case TUNE_KNOB_ALREADY:
+                log_debug("%s%s%s%s: already %s", it->id, sep, label, end, or_none(it->current));
+                break;
+        case TUNE_KNOB_SKIPPED:
+                log_full(irq ? LOG_DEBUG : LOG_NOTICE, "%s%s%s%s: skipped: %s", it->id, sep, label, end,
+                         or_none(it->skip_reason));
+                break;
+        case TUNE_KNOB_REFUSED:
+                log_full(irq ? LOG_DEBUG : LOG_WARNING, "%s%s%s%s: the kernel refused \"%s\": %s", it->id, sep, label,
+                         end, or_none(it->desired), tune_knob_refusal_reason(it->backend->name, it->id, it->error));
+                break;
+        case TUNE_KNOB_PLANNED:
+                break;
+        }
+}
+
+static void on_restored(const tune_journal_entry *e, tune_restore_outcome o, int error, const char *current,
+                        void *userdata) {
+        switch (o) {
+        case TUNE_RESTORE_WRITTEN:
+                log_full(streq(e->backend, "irq") ? LOG_DEBUG : LOG_INFO, "%s: restored \"%s\".", e->id, e->original);
+                break;
+        case TUNE_RESTORE_UNCHANGED:
+                log_debug("%s: already holds its original \"%s\".", e->id, e->original);
+                break;
+        case TUNE_RESTORE_LEFT_ALONE:
+                log_notice("%s: now \"%s\", set by someone else after npu-tuned set \"%s\": left alone (original was "
+                           "\"%s\").",
+                           e->id, or_none(current), e->desired, e->original);
+                break;
+        case TUNE_RESTORE_GONE:
+                log_notice("%s: %s no longer exists: nothing to restore.", e->id, e->path);
+                break;
+        case TUNE_RESTORE_FAILED:
+                log_warning_errno(error, "%s: failed to restore \"%s\" (%s); kept in the journal for the next --restore.",
+                                  e->id, e->original, tune_knob_refusal_reason(e->backend, e->id, error));
+                break;
+        }
+}
+
+/* ---- crash-test hooks ---------------------------------------------------------------- */
+
+/* NPU_TUNED_TEST_KILL_AT_STEP=N: raise SIGKILL at the Nth step of apply/restore.
+ * NPU_TUNED_TEST_STEP_DELAY_US=N: sleep a random 0..N µs at every step (seed
+ * NPU_TUNED_TEST_SEED), so that an outside SIGKILL lands between steps.
+ * Honoured only below a test root (--root other than /). -v logs every step. */
+static void knobs_step(const char *what, void *userdata) {
+        Knobs *k = userdata;
+
+        k->step++;
+        log_debug("knob step %u: %s", k->step, what);
+        if (k->kill_at && k->step == k->kill_at)
+                (void) raise(SIGKILL);
+        if (k->delay_us) {
+                struct timespec ts;
+                unsigned us = (unsigned) rand_r(&k->seed) % k->delay_us;
+                ts.tv_sec = us / 1000000;
+                ts.tv_nsec = (long) (us % 1000000) * 1000;
+                (void) nanosleep(&ts, NULL);
+        }
+}
+
+static unsigned env_uint(const char *name) {
+        const char *s = getenv(name);
+        char *end;
+        unsigned long v;
+
+        if (!s || !*s)
+                return 0;
+        errno = 0;
+        v = strtoul(s, &end, 10);
+        return errno || *end || v > 100000000 ? 0 : (unsigned) v;
+}
+
+static void knobs_test_hooks(Knobs *k) {
+        const bool wanted = getenv("NPU_TUNED_TEST_KILL_AT_STEP") || getenv("NPU_TUNED_TEST_STEP_DELAY_US");
+
+        if (!wanted)
+                return;
+        if (tune_ctx_is_live(k->m->ctx)) {
+                log_warning("NPU_TUNED_TEST_* hooks are honoured only below a test --root: ignoring them.");
+                return;
+        }
+        k->kill_at = env_uint("NPU_TUNED_TEST_KILL_AT_STEP");
+        k->delay_us = env_uint("NPU_TUNED_TEST_STEP_DELAY_US");
+        k->seed = env_uint("NPU_TUNED_TEST_SEED");
+}
+
+static tune_knob_hooks knobs_hooks(Knobs *k) {
+        return (tune_knob_hooks){ .step = knobs_step, .restored = on_restored, .userdata = k };
+}
+
+/* ---- the journal of a previous run --------------------------------------------------- */
+
+/* Load the journal in state_dir. 0 with *ret NULL: none (or one from an earlier boot,
+ * discarded). < 0: unusable, with the error logged: the caller must leave knobs alone. */
+static int load_previous(const tune_ctx *ctx, const char *state_dir, tune_journal **ret) {
+        _cleanup_(tune_journal_freep) tune_journal *j = NULL;
+        _cleanup_free_ char *boot_id = NULL;
+        unsigned line = 0;
+        int r;
+
+        *ret = NULL;
+        r = tune_journal_load(state_dir, &j, &line);
+        if (r == -ENOENT)
+                return 0;
+        if (r == -EPROTONOSUPPORT)
+                return log_error_errno(r, "%s/%s was written by a newer npu-tuned (journal version above %d): leaving "
+                                          "every host knob as it is. Restore with that version.",
+                                       state_dir, TUNE_JOURNAL_FILE, TUNE_JOURNAL_VERSION);
+        if (r == -EBADMSG) {
+                if (line > 0)
+                        return log_error_errno(r, "%s/%s is corrupt or truncated (line %u): leaving every host knob as "
+                                                  "it is, no guessing. Inspect it, restore by hand, then remove it.",
+                                               state_dir, TUNE_JOURNAL_FILE, line);
+                return log_error_errno(r, "%s/%s is corrupt (checksum or count mismatch): leaving every host knob as it "
+                                          "is, no guessing. Inspect it, restore by hand, then remove it.",
+                                       state_dir, TUNE_JOURNAL_FILE);
+        }
+        if (r < 0)
+                return log_error_errno(r, "Failed to read %s/%s: %m; leaving every host knob as it is.", state_dir,
+                                       TUNE_JOURNAL_FILE);
+        if (!streq(j->root, tune_ctx_root(ctx)))
+                return log_error_errno(EXDEV, "%s/%s belongs to root %s, not %s: leaving every host knob as it is.",
+                                       state_dir, TUNE_JOURNAL_FILE, j->root, tune_ctx_root(ctx));
+        r = tune_knob_boot_id(ctx, &boot_id);
+        if (r < 0)
+                return log_oom();
+        if (*j->boot_id && *boot_id && !streq(j->boot_id, boot_id)) {
+                log_notice("%s/%s is from an earlier boot (%s): the kernel has reset those knobs since; discarding it.",
+                           state_dir, TUNE_JOURNAL_FILE, j->boot_id);
+                r = tune_journal_delete(state_dir);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to remove %s/%s: %m", state_dir, TUNE_JOURNAL_FILE);
+                return 0;
+        }
+        *ret = TAKE_PTR(j);
+        return 0;
+}
+
+/* ---- start, watch, stop -------------------------------------------------------------- */
+
+Knobs *knobs_free(Knobs *k) {
+        if (!k)
+                return NULL;
+        sd_event_source_disable_unref(k->timer);
+        tune_knob_plan_done(&k->plan);
+        tune_journal_free(k->journal);
+        tune_cpuset_done(&k->housekeeping);
+        tune_cpuset_done(&k->inference);
+        free(k->drift_logged);
+        if (k->have_json_host)
+                knobs_host_done(&k->json_host);
+        if (k->lock_fd >= 0)
+                close(k->lock_fd);
+        free(k);
+        return NULL;
+}
+
+static bool item_owned(const Knobs *k, const tune_knob_item *it) {
+        return k->journal && (it->outcome == TUNE_KNOB_APPLIED || it->outcome == TUNE_KNOB_ALREADY) &&
+               tune_journal_find(k->journal, it->id);
+}
+
+/* A knob someone else changed while we own it: say so once; write ours again only when
+ * the policy asks (reassert). */
+static int on_reconcile(sd_event_source *s, uint64_t usec, void *userdata) {
+        Knobs *k = userdata;
+
+        for (unsigned i = 0; i < k->plan.n; i++) {
+                const tune_knob_item *it = &k->plan.items[i];
+                _cleanup_free_ char *cur = NULL;
+                int r;
+
+                if (!item_owned(k, it) || tune_knob_item_read(k->m->ctx, it, &cur) < 0)
+                        continue;
+                if (tune_knob_value_equal(it->format, cur, it->desired))
+                        continue;
+                if (!k->drift_logged[i]) {
+                        k->drift_logged[i] = true;
+                        log_notice("%s: changed by someone else to \"%s\" (npu-tuned set \"%s\")%s", it->id, cur,
+                                   it->desired,
+                                   k->host->reassert ? "; re-asserting (policy: reassert)."
+                                                     : "; left as it is (policy: no reassert); it stays theirs on stop.");
+                }
+                if (k->host->reassert) {
+                        r = tune_knob_item_write(k->m->ctx, it, it->desired);
+                        if (r < 0)
+                                log_debug_errno(r, "%s: re-asserting \"%s\" failed: %m", it->id, it->desired);
+                }
+        }
+        return sd_event_source_set_time(s, usec + (uint64_t) k->interval_ms * 1000);
+}
+
+static void print_dry_run(const Knobs *k, const tune_journal *previous) {
+        printf("# npu-tuned --dry-run: host knobs, current -> desired. Nothing is changed.\n");
+        if (previous)
+                printf("# a journal of a previous run holds %u knob(s): their originals would come from it.\n",
+                       previous->n);
+        for (unsigned i = 0; i < k->plan.n_notes; i++)
+                printf("# %s: %s\n", k->plan.notes[i].backend, k->plan.notes[i].message);
+        for (unsigned i = 0; i < k->plan.n; i++) {
+                const tune_knob_item *it = &k->plan.items[i];
+                printf("%s%s%s%s: ", it->id, it->label ? " (" : "", it->label ? it->label : "", it->label ? ")" : "");
+                if (it->outcome == TUNE_KNOB_SKIPPED)
+                        printf("skipped: %s\n", or_none(it->skip_reason));
+                else if (tune_knob_value_equal(it->format, it->current, it->desired))
+                        printf("%s (already)\n", or_none(it->current));
+                else
+                        printf("%s -> %s\n", or_none(it->current), or_none(it->desired));
+        }
+        fflush(stdout);
+}
+
+int knobs_start(Manager *m) {
+        _cleanup_(tune_journal_freep) tune_journal *previous = NULL;
+        const daemon_options *o = m->options;
+        tune_knob_hooks hooks;
+        Knobs *k;
+        int r;
+
+        k = calloc(1, sizeof *k);
+        if (!k)
+                return log_oom();
+        k->m = m;
+        k->lock_fd = -EBADF;
+        k->interval_ms = RECONCILE_INTERVAL_MS_DEFAULT;
+        m->knobs = k;
+        knobs_test_hooks(k);
+        hooks = knobs_hooks(k);
+
+        /* Desired values. */
+        if (m->policy) {
+                k->host = &m->policy->host;
+                if (m->policy->options.reconcile_interval_ms > 0)
+                        k->interval_ms = m->policy->options.reconcile_interval_ms;
+        } else if (o->n_policy_dirs > 0) {
+                /* TEMPORARY until the policy parser lands (see knobs.h). */
+                r = knobs_host_from_json(o->policy_dirs, o->n_policy_dirs, &k->json_host, &k->interval_ms);
+                if (r < 0)
+                        return r;
+                k->have_json_host = true;
+                k->host = &k->json_host;
+        }
+
+        /* The CPU sets. Until the placement code hands over its inference CPUs: the
+         * non-housekeeping CPUs of the accelerators' nodes. */
+        r = tune_knob_housekeeping_cpus(m->topology, k->host ? k->host->irq_housekeeping_cpus_per_node : 0,
+                                        &k->housekeeping);
+        if (r >= 0)
+                r = tune_knob_default_inference_cpus(m->topology, &m->accels, &k->housekeeping, &k->inference);
+        if (r < 0)
+                return log_oom();
+
+        if (k->host) {
+                tune_knob_plan_input in = {
+                        .host = k->host,
+                        .topology = m->topology,
+                        .accels = &m->accels,
+                        .inference_cpus = &k->inference,
+                        .housekeeping_cpus = &k->housekeeping,
+                };
+                r = tune_knobs_plan(m->ctx, &in, &k->plan);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to plan host knobs: %m");
+        }
+
+        if (o->dry_run) {
+                unsigned line;
+                if (tune_journal_load(o->state_dir, &previous, &line) < 0)
+                        previous = NULL;
+                print_dry_run(k, previous);
+                return 0;
+        }
+
+        r = tune_journal_lock(o->state_dir);
+        if (r == -EBUSY)
+                return log_error_errno(r, "Another npu-tuned holds the state directory %s.", o->state_dir);
+        if (r < 0) {
+                log_error_errno(r, "Failed to lock the state directory %s: %m; host knobs are left alone (no journal, "
+                                   "no writes).",
+                                o->state_dir);
+                return 0;
+        }
+        k->lock_fd = r;
+
+        r = load_previous(m->ctx, o->state_dir, &previous);
+        if (r < 0)
+                return 0; /* logged: knobs left alone, the rest of the daemon runs */
+        if (!k->host && !previous) {
+                log_info("No host knob settings in the policy: CPU governor, THP, IRQs and ASPM left alone.");
+                return 0;
+        }
+        if (previous)
+                log_info("Found the journal of a previous run (%u knob(s)): its originals are kept.", previous->n);
+
+        log_notes(&k->plan);
+        r = tune_knobs_apply(m->ctx, &k->plan, o->state_dir, previous, &hooks, &k->journal);
+        if (r < 0) {
+                log_error_errno(r, "Failed to write the knob journal to %s: %m; host knobs are left alone.", o->state_dir);
+                return 0;
+        }
+        for (unsigned i = 0; i < k->plan.n; i++)
+                log_item(&k->plan.items[i]);
+        log_irq_summary(k);
+        if (!k->journal) {
+                log_info("Host knobs: nothing to change.");
+                return 0;
+        }
+        log_info("Host knobs: %u owned, originals in %s/%s.", k->journal->n, o->state_dir, TUNE_JOURNAL_FILE);
+
+        /* From here on the knobs are ours: nothing may fail the start (the loop's end
+         * restores them). */
+        uint64_t now;
+        k->drift_logged = calloc(k->plan.n + 1, sizeof(bool));
+        r = k->drift_logged ? sd_event_now(m->event, CLOCK_MONOTONIC, &now) : -ENOMEM;
+        if (r >= 0)
+                r = sd_event_add_time(m->event, &k->timer, CLOCK_MONOTONIC, now + (uint64_t) k->interval_ms * 1000, 0,
+                                      on_reconcile, k);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(k->timer, SD_EVENT_ON);
+        if (r < 0)
+                log_warning_errno(r, "Failed to watch host knobs for changes by others, ignoring: %m");
+        else
+                (void) sd_event_source_set_description(k->timer, "knob-reconcile");
+        return 0;
+}
+
+int knobs_stop(Manager *m) {
+        Knobs *k = m->knobs;
+        tune_knob_hooks hooks;
+        int r;
+
+        if (!k || !k->journal)
+                return 0;
+        hooks = knobs_hooks(k);
+        k->timer = sd_event_source_disable_unref(k->timer);
+        log_info("Restoring %u host knob(s).", k->journal->n);
+        r = tune_knobs_restore(m->ctx, k->journal, m->options->state_dir, &hooks);
+        if (r < 0)
+                log_warning_errno(r, "%u host knob(s) could not be restored: %m; kept in %s/%s for npu-tuned --restore.",
+                                  k->journal->n, m->options->state_dir, TUNE_JOURNAL_FILE);
+        else
+                log_info("Host knobs restored; journal removed.");
+        k->journal = tune_journal_free(k->journal);
+        return r;
+}
+
+/* ---- npu-tuned --restore ------------------------------------------------------------- */
+
+int run_restore(const daemon_options *o) {
+        _cleanup_(tune_ctx_freep) tune_ctx *ctx = NULL;
+        _cleanup_(tune_journal_freep) tune_journal *j = NULL;
+        _cleanup_close_ int lock_fd = -EBADF;
+        Knobs k = { .lock_fd = -EBADF };
+        Manager m = { .options = o };
+        tune_knob_hooks hooks;
+        struct stat st;
+        int r;
+
+        r = tune_ctx_new(o->root, &ctx);
+        if (r < 0) {
+                log_error_errno(r, "Failed to open root directory %s: %m", o->root);
+                return 1;
+        }
+        if (stat(o->state_dir, &st) < 0 && errno == ENOENT) {
+                log_info("No state directory %s: nothing to restore.", o->state_dir);
+                return 0;
+        }
+        lock_fd = tune_journal_lock(o->state_dir);
+        if (lock_fd == -EBUSY) {
+                log_error("npu-tuned is running with the state directory %s: stop it (it restores on stop).",
+                          o->state_dir);
+                return 1;
+        }
+        if (lock_fd < 0) {
+                log_error_errno(lock_fd, "Failed to lock the state directory %s: %m", o->state_dir);
+                return 1;
+        }
+        r = load_previous(ctx, o->state_dir, &j);
+        if (r < 0)
+                return 1;
+        if (!j) {
+                (void) tune_journal_delete(o->state_dir); /* a stale temp file */
+                log_info("No knob journal in %s: nothing to restore.", o->state_dir);
+                return 0;
+        }
+        m.ctx = ctx;
+        k.m = &m;
+        knobs_test_hooks(&k);
+        hooks = knobs_hooks(&k);
+        log_info("Restoring %u host knob(s) from %s/%s.", j->n, o->state_dir, TUNE_JOURNAL_FILE);
+        r = tune_knobs_restore(ctx, j, o->state_dir, &hooks);
+        if (r < 0) {
+                log_error_errno(r, "%u host knob(s) could not be restored: %m; kept in the journal.", j->n);
+                return 1;
+        }
+        log_info("Host knobs restored; journal removed.");
+        return 0;
+}

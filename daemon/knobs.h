@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#pragma once
+
+/* The daemon's host knob part: apply at start (originals journaled first), watch for
+ * changes by others, restore on SIGTERM/SIGINT; `--restore` and `--dry-run`. */
+
+#include "npu-tuned/policy.h"
+#include "options.h"
+
+struct Manager;
+typedef struct Knobs Knobs;
+
+/* Plan and apply the policy's host knobs (or print them with --dry-run), after restoring
+ * or adopting what a dead run left in the journal. A knob the kernel refuses is reported,
+ * never fatal; fails only when another npu-tuned holds the state directory. Sets m->knobs. */
+int knobs_start(struct Manager *m);
+/* Give every knob back, newest first, and remove the journal (called when the loop ends). */
+int knobs_stop(struct Manager *m);
+Knobs *knobs_free(Knobs *k);
+
+/* npu-tuned --restore: restore from the journal and exit. Returns the exit status: 0 when
+ * done or nothing to do, 1 when the journal is unreadable (knobs left alone) or a knob
+ * could not be restored (the journal keeps it). */
+int run_restore(const daemon_options *o);
+
+/* TEMPORARY, until the policy parser (tune_policy_load) lands: read the "host" object (and
+ * "options.reconcile_interval_ms") of the *.json files in dirs, in name order, later files
+ * overriding. Keys are the field names of tune_policy_host; enums as strings
+ * (governor_scope "all"|"inference", aspm_accelerator_link "unchanged"|"l1-only"|"off").
+ * The integrator replaces the one call in knobs_start() with m->policy->host. */
+int knobs_host_from_json(const char *const *dirs, unsigned n_dirs, tune_policy_host *ret, unsigned *ret_interval_ms);
+void knobs_host_done(tune_policy_host *h);
