@@ -8,10 +8,18 @@
 #include "knobs.h"
 #include "log.h"
 #include "manager.h"
+#include "watcher.h"
+#ifdef NPU_TUNED_WATCHER_STUB_POLICY
+/* TEST-ONLY (INTEGRATOR: delete with watcher-stub-policy.c once the JSON policy parser
+ * lands and tests/watcher/watcher-live.py daemon-e2e uses --policy-dir). Only in the uninstalled
+ * npu-tuned-stubpolicy test binary, never in npu-tuned. */
+#include "watcher-stub-policy.h"
+#endif
 
 Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
+        watcher_free(m->watcher);
         knobs_free(m->knobs);
         tune_accels_done(&m->accels);
         tune_topology_free(m->topology);
@@ -54,6 +62,23 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
         return sd_event_exit(m->event, 0);
 }
 
+static int manager_start_watcher(Manager *m) {
+        const struct tune_policy *policy = m->policy;
+        watcher_params params;
+        int r;
+
+#ifdef NPU_TUNED_WATCHER_STUB_POLICY
+        if (!policy)
+                policy = watcher_stub_policy();
+#endif
+        watcher_params_from_policy(policy, &params);
+        /* INTEGRATOR: pass the placement code's watcher_ops and state here. */
+        r = watcher_new(m->event, m->ctx, &m->accels, policy, &params, NULL, m, &m->watcher);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up the process watcher: %m");
+        return watcher_start(m->watcher);
+}
+
 int manager_start(Manager *m) {
         sd_event_source *s = NULL;
         sigset_t mask;
@@ -79,6 +104,13 @@ int manager_start(Manager *m) {
         r = sd_event_set_watchdog(m->event, true);
         if (r < 0)
                 log_warning_errno(r, "Failed to enable the service watchdog, ignoring: %m");
+        /* The watcher first: if it cannot run (not in the host's namespaces), the daemon
+         * exits before it has touched any knob. */
+        if (m->live) {
+                r = manager_start_watcher(m);
+                if (r < 0)
+                        return r;
+        }
         r = knobs_start(m);
         if (r < 0)
                 return r;

@@ -20,6 +20,7 @@ typedef struct Manager {
         struct tune_policy *policy;
         struct Knobs *knobs; /* host knobs: daemon/knobs.c */
         bool live; /* root is "/" and the watcher may act on real processes */
+        struct Watcher *watcher; /* the process watcher; NULL unless live */
 } Manager;
 
 int manager_new(const daemon_options *o, Manager **ret);

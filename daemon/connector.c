@@ -1,0 +1,379 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The netlink process connector (see ../../shared/docs/field-notes.md §3). */
+#include <errno.h>
+#include <linux/connector.h>
+#include <linux/netlink.h>
+#include <poll.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "connector.h"
+#include "log.h"
+
+/* Linux 6.6 takes an event filter with the listen request (struct proc_input in newer
+ * headers). Older kernels ignore a request of this size entirely. */
+struct connector_proc_input {
+        uint32_t mcast_op;
+        uint32_t event_type;
+};
+#define CONNECTOR_EVENT_NONZERO_EXIT 0x20000000u
+#define CONNECTOR_EVENT_ALL                                                                                   \
+        (PROC_EVENT_FORK | PROC_EVENT_EXEC | PROC_EVENT_UID | PROC_EVENT_GID | PROC_EVENT_SID |               \
+         PROC_EVENT_PTRACE | PROC_EVENT_COMM | CONNECTOR_EVENT_NONZERO_EXIT | PROC_EVENT_COREDUMP |          \
+         PROC_EVENT_EXIT)
+
+#define BATCH 64
+#define SLOT 512 /* one event is ~80 bytes of netlink message */
+#define MAX_PER_WAKEUP 4096
+
+struct Connector {
+        sd_event *event;
+        sd_event_source *source;
+        int fd;
+        connector_params params;
+        connector_callbacks cb;
+        void *userdata;
+        connector_stats stats;
+        struct ack_wait *wait; /* while subscribing */
+        bool subscribed;
+};
+
+Connector *connector_free(Connector *c) {
+        if (!c)
+                return NULL;
+        sd_event_source_disable_unref(c->source);
+        if (c->fd >= 0) {
+                /* Unsubscribe explicitly: kernels before 6.6 count listeners per request,
+                 * not per socket, and keep generating events for a closed one. */
+                if (c->subscribed) {
+                        uint32_t op = PROC_CN_MCAST_IGNORE;
+                        char buf[NLMSG_SPACE(sizeof(struct cn_msg) + sizeof op)] = {};
+                        struct nlmsghdr *nh = (struct nlmsghdr *) buf;
+                        struct cn_msg *cn = NLMSG_DATA(nh);
+                        nh->nlmsg_len = NLMSG_LENGTH(sizeof *cn + sizeof op);
+                        nh->nlmsg_type = NLMSG_DONE;
+                        cn->id.idx = CN_IDX_PROC;
+                        cn->id.val = CN_VAL_PROC;
+                        cn->len = sizeof op;
+                        memcpy(cn->data, &op, sizeof op);
+                        (void) send(c->fd, buf, nh->nlmsg_len, MSG_DONTWAIT);
+                }
+                close(c->fd);
+        }
+        sd_event_unref(c->event);
+        free(c);
+        return NULL;
+}
+
+int connector_new(sd_event *e, const connector_params *p, const connector_callbacks *cb, void *userdata,
+                  Connector **ret) {
+        Connector *c;
+
+        c = calloc(1, sizeof *c);
+        if (!c)
+                return -ENOMEM;
+        c->fd = -EBADF;
+        c->event = sd_event_ref(e);
+        c->params = *p;
+        if (c->params.rcvbuf_kib == 0)
+                c->params.rcvbuf_kib = 4096;
+        if (c->params.ack_timeout_ms == 0)
+                c->params.ack_timeout_ms = 2000;
+        if (c->params.events == 0)
+                c->params.events = PROC_EVENT_FORK | PROC_EVENT_EXEC | PROC_EVENT_COMM | PROC_EVENT_EXIT;
+        c->cb = *cb;
+        c->userdata = userdata;
+        *ret = c;
+        return 0;
+}
+
+void connector_get_stats(const Connector *c, connector_stats *ret) {
+        *ret = c->stats;
+}
+
+static int send_op(Connector *c, const void *payload, size_t len, uint32_t ack) {
+        char buf[NLMSG_SPACE(sizeof(struct cn_msg) + sizeof(struct connector_proc_input))] = {};
+        struct nlmsghdr *nh = (struct nlmsghdr *) buf;
+        struct cn_msg *cn = NLMSG_DATA(nh);
+        ssize_t n;
+
+        nh->nlmsg_len = NLMSG_LENGTH(sizeof *cn + len);
+        nh->nlmsg_type = NLMSG_DONE;
+        nh->nlmsg_pid = 0;
+        cn->id.idx = CN_IDX_PROC;
+        cn->id.val = CN_VAL_PROC;
+        cn->seq = ack;
+        cn->ack = ack;
+        cn->len = (uint16_t) len;
+        memcpy(cn->data, payload, len);
+        n = send(c->fd, buf, nh->nlmsg_len, 0);
+        if (n < 0)
+                return -errno;
+        return 0;
+}
+
+/* Validate one datagram from the kernel and hand its events to fn. Returns the number of
+ * events. */
+static unsigned parse_datagram(Connector *c, const char *buf, size_t len, const struct sockaddr_nl *from,
+                               void (*fn)(Connector *c, const struct proc_event *ev, const struct cn_msg *cn)) {
+        unsigned n = 0;
+
+        if (from->nl_pid != 0) { /* only the kernel speaks on this socket */
+                c->stats.malformed++;
+                return 0;
+        }
+        for (const struct nlmsghdr *nh = (const struct nlmsghdr *) buf; NLMSG_OK(nh, len); nh = NLMSG_NEXT(nh, len)) {
+                const struct cn_msg *cn;
+                struct proc_event ev;
+
+                if (nh->nlmsg_type == NLMSG_NOOP)
+                        continue;
+                if (nh->nlmsg_type == NLMSG_ERROR || nh->nlmsg_len < NLMSG_LENGTH(sizeof *cn)) {
+                        c->stats.malformed++;
+                        continue;
+                }
+                cn = NLMSG_DATA(nh);
+                if (cn->id.idx != CN_IDX_PROC || cn->id.val != CN_VAL_PROC || cn->len < sizeof ev ||
+                    nh->nlmsg_len < NLMSG_LENGTH(sizeof *cn + sizeof ev)) {
+                        c->stats.malformed++;
+                        continue;
+                }
+                memcpy(&ev, cn->data, sizeof ev); /* aligned copy */
+                fn(c, &ev, cn);
+                n++;
+        }
+        return n;
+}
+
+static void dispatch_one(Connector *c, const struct proc_event *ev, const struct cn_msg *cn) {
+        if (ev->what == PROC_EVENT_NONE)
+                return; /* an ack, ours or another listener's */
+        c->stats.events++;
+        c->stats.last_timestamp_ns = ev->timestamp_ns;
+        c->cb.event(c, ev, c->userdata);
+}
+
+/* Drop whatever is queued after an overrun: the resync that follows covers it. Bounded,
+ * so that a storm cannot keep us here. */
+static void drop_queued(Connector *c) {
+        char buf[SLOT];
+
+        for (unsigned i = 0; i < MAX_PER_WAKEUP; i++) {
+                ssize_t n = recv(c->fd, buf, sizeof buf, MSG_DONTWAIT);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        break;
+                c->stats.dropped++;
+        }
+}
+
+static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Connector *c = userdata;
+        static char bufs[BATCH][SLOT];
+        struct mmsghdr msgs[BATCH];
+        struct iovec iov[BATCH];
+        struct sockaddr_nl from[BATCH];
+        unsigned total = 0;
+
+        while (total < MAX_PER_WAKEUP) {
+                int n;
+
+                for (unsigned i = 0; i < BATCH; i++) {
+                        iov[i] = (struct iovec){ .iov_base = bufs[i], .iov_len = SLOT };
+                        msgs[i] = (struct mmsghdr){ .msg_hdr = {
+                                .msg_name = &from[i],
+                                .msg_namelen = sizeof from[i],
+                                .msg_iov = &iov[i],
+                                .msg_iovlen = 1,
+                        } };
+                }
+                n = recvmmsg(fd, msgs, BATCH, MSG_DONTWAIT, NULL);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        if (errno == EAGAIN)
+                                break;
+                        if (errno == ENOBUFS) {
+                                c->stats.overruns++;
+                                log_warning("Process events were lost (socket receive buffer of %d bytes overran), resyncing from /proc.",
+                                            c->stats.rcvbuf);
+                                drop_queued(c);
+                                if (c->cb.lost)
+                                        c->cb.lost(c, c->userdata);
+                                continue;
+                        }
+                        return log_error_errno(errno, "Failed to receive process events: %m");
+                }
+                for (int i = 0; i < n; i++) {
+                        c->stats.datagrams++;
+                        if (msgs[i].msg_hdr.msg_flags & MSG_TRUNC) {
+                                c->stats.malformed++;
+                                continue;
+                        }
+                        total += parse_datagram(c, bufs[i], msgs[i].msg_len, &from[i], dispatch_one);
+                }
+                if (n < BATCH)
+                        break;
+        }
+        return 0;
+}
+
+/* During subscribe: watch for our acks. */
+typedef struct ack_wait {
+        uint32_t cookie_filter, cookie_plain;
+        bool got_filter, got_plain;
+        uint32_t err;
+} ack_wait;
+
+static void collect_ack(Connector *c, const struct proc_event *ev, const struct cn_msg *cn) {
+        ack_wait *w = c->wait;
+
+        if (ev->what != PROC_EVENT_NONE || !w)
+                return;
+        if (cn->ack == w->cookie_filter + 1)
+                w->got_filter = true;
+        else if (cn->ack == w->cookie_plain + 1) {
+                w->got_plain = true;
+                w->err = ev->event_data.ack.err;
+        }
+}
+
+static uint64_t now_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
+}
+
+/* Best effort, for the message: which namespace we are in. */
+static const char *namespace_hint(void) {
+        char line[256];
+        FILE *f;
+        bool userns = false, pidns = false;
+
+        /* The initial user namespace maps all 2^32 ids; a new one maps fewer, or none. */
+        f = fopen("/proc/self/uid_map", "re");
+        if (f) {
+                unsigned long a, b, n;
+                userns = !fgets(line, sizeof line, f) || sscanf(line, "%lu %lu %lu", &a, &b, &n) != 3 ||
+                         n != 4294967295UL;
+                fclose(f);
+        }
+        /* NSpid lists one pid per PID namespace level (as far as this /proc sees). */
+        f = fopen("/proc/self/status", "re");
+        if (f) {
+                while (fgets(line, sizeof line, f))
+                        if (strncmp(line, "NSpid:", 6) == 0) {
+                                unsigned levels = 0;
+                                for (char *p = strtok(line + 6, " \t\n"); p; p = strtok(NULL, " \t\n"))
+                                        levels++;
+                                pidns = levels > 1;
+                        }
+                fclose(f);
+        }
+        if (userns && pidns)
+                return " This process runs in a user namespace and a PID namespace.";
+        if (userns)
+                return " This process runs in a user namespace.";
+        if (pidns)
+                return " This process runs in a PID namespace.";
+        return "";
+}
+
+int connector_subscribe(Connector *c) {
+        struct sockaddr_nl addr = { .nl_family = AF_NETLINK, .nl_groups = CN_IDX_PROC };
+        struct connector_proc_input in = { .mcast_op = PROC_CN_MCAST_LISTEN, .event_type = CONNECTOR_EVENT_ALL };
+        uint32_t op = PROC_CN_MCAST_LISTEN;
+        ack_wait w = {};
+        socklen_t sl = sizeof c->stats.rcvbuf;
+        int size, r;
+        uint64_t deadline;
+
+        c->fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_CONNECTOR);
+        if (c->fd < 0)
+                return log_error_errno(errno, "Failed to open the netlink process connector: %m");
+        size = (int) (c->params.rcvbuf_kib > 1024 * 1024 ? 1024 * 1024 * 1024 : c->params.rcvbuf_kib * 1024);
+        if (setsockopt(c->fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof size) < 0) {
+                log_debug_errno(errno, "SO_RCVBUFFORCE failed, trying SO_RCVBUF (capped by net.core.rmem_max): %m");
+                (void) setsockopt(c->fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+        }
+        (void) getsockopt(c->fd, SOL_SOCKET, SO_RCVBUF, &c->stats.rcvbuf, &sl);
+        if (bind(c->fd, (struct sockaddr *) &addr, sizeof addr) < 0)
+                return log_error_errno(errno, "Failed to join the process connector's multicast group: %m");
+
+        /* Two requests: the 6.6+ form with every event (older kernels ignore it, newer
+         * ones ack it), then the classic form that every kernel acks. Their acks tell
+         * whether the kernel takes a filter. */
+        w.cookie_filter = ((uint32_t) getpid() << 8) ^ (uint32_t) now_ms();
+        w.cookie_plain = w.cookie_filter + 0x10000;
+        r = send_op(c, &in, sizeof in, w.cookie_filter);
+        if (r == -ECONNREFUSED)
+                return log_error_errno(r, "The process connector refused the subscription (%m): npu-tuned must run in the host's network namespace (no PrivateNetwork=).");
+        if (r < 0)
+                return log_error_errno(r, "Failed to subscribe to process events: %m");
+        r = send_op(c, &op, sizeof op, w.cookie_plain);
+        if (r < 0)
+                return log_error_errno(r, "Failed to subscribe to process events: %m");
+
+        c->wait = &w;
+        deadline = now_ms() + c->params.ack_timeout_ms;
+        while (!w.got_plain) {
+                struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
+                struct sockaddr_nl from;
+                socklen_t fl = sizeof from;
+                char buf[SLOT];
+                uint64_t t = now_ms();
+                ssize_t n;
+
+                if (t >= deadline)
+                        break;
+                r = poll(&pfd, 1, (int) (deadline - t));
+                if (r < 0 && errno != EINTR) {
+                        c->wait = NULL;
+                        return log_error_errno(errno, "Failed to wait for the process connector: %m");
+                }
+                for (;;) {
+                        fl = sizeof from;
+                        n = recvfrom(c->fd, buf, sizeof buf, MSG_DONTWAIT, (struct sockaddr *) &from, &fl);
+                        if (n < 0)
+                                break;
+                        (void) parse_datagram(c, buf, (size_t) n, &from, collect_ack);
+                        if (w.got_plain)
+                                break;
+                }
+        }
+        c->wait = NULL;
+        if (!w.got_plain)
+                return log_error_errno(ETIMEDOUT,
+                                       "The kernel did not acknowledge the process connector subscription within %u ms. "
+                                       "It silently ignores requests from outside the initial user and PID namespaces "
+                                       "(containers, unshare -U, unshare -p): npu-tuned must run in the host's namespaces.%s",
+                                       c->params.ack_timeout_ms, namespace_hint());
+        if (w.err != 0)
+                return log_error_errno(-(int) w.err,
+                                       "The kernel refused the process connector subscription: %m%s",
+                                       w.err == EPERM ? " (before Linux 6.6 this needs CAP_NET_ADMIN)" : "");
+        c->subscribed = true;
+
+        if (w.got_filter) {
+                in.event_type = c->params.events;
+                r = send_op(c, &in, sizeof in, w.cookie_filter + 0x20000);
+                if (r < 0)
+                        log_warning_errno(r, "Failed to install the process event filter, receiving every event: %m");
+                else
+                        c->stats.filter = true; /* its ack is filtered out by design */
+        }
+        log_debug("Process connector subscribed: receive buffer %d bytes, event filter %s.", c->stats.rcvbuf,
+                  c->stats.filter ? "on" : "not supported by this kernel");
+
+        r = sd_event_add_io(c->event, &c->source, c->fd, EPOLLIN, on_io, c);
+        if (r < 0)
+                return log_error_errno(r, "Failed to watch the process connector: %m");
+        (void) sd_event_source_set_description(c->source, "proc-connector");
+        return 0;
+}

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#pragma once
+
+/* What /proc says about a process: pure parsers (libtune/proc-parse.c) and root-resolved
+ * readers (libtune/proc.c). Everything under /proc/PID is written by the process or chosen
+ * by whoever started it: hostile input. Reads are bounded, parsers are total (a negative
+ * errno on garbage, never a crash), and nothing here trusts a name. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "npu-tuned/context.h"
+
+#define TUNE_COMM_MAX 16                   /* TASK_COMM_LEN, with the NUL */
+#define TUNE_CMDLINE_MAX (32u * 1024u)     /* what matching looks at; longer is cut */
+#define TUNE_ENVIRON_MAX (1024u * 1024u)   /* environ read at exec; longer is cut */
+#define TUNE_STATUS_MAX (16u * 1024u)
+#define TUNE_CGROUP_MAX (16u * 1024u)
+#define TUNE_FD_SCAN_MAX 65536u            /* fds looked at per process */
+#define TUNE_PF_KTHREAD 0x00200000u        /* /proc/PID/stat flags: a kernel thread */
+
+/* /proc/PID/stat (and /proc/PID/task/TID/stat). */
+typedef struct tune_proc_stat {
+        pid_t pid;
+        char comm[TUNE_COMM_MAX];
+        char state;
+        pid_t ppid;
+        unsigned flags;      /* field 9, PF_* */
+        uint64_t start_time; /* field 22: clock ticks after boot; with pid, the process's identity */
+} tune_proc_stat;
+
+/* The comm is between the first '(' and the LAST ')' (a comm may hold ")" and spaces).
+ * -EBADMSG on anything else. */
+int tune_parse_proc_stat(const char *text, tune_proc_stat *ret);
+
+/* /proc/PID/status: the fields matching needs. */
+typedef struct tune_proc_status {
+        pid_t tgid;
+        pid_t ppid;
+        uid_t ruid, euid;
+} tune_proc_status;
+int tune_parse_proc_status(const char *text, tune_proc_status *ret);
+
+/* /proc/PID/cgroup: the cgroup v2 path (the "0::" line). -ENOENT when there is none
+ * (cgroup v1 only). */
+int tune_parse_proc_cgroup(const char *text, char **ret);
+
+/* The NUL-separated argument area as one string: trailing NULs dropped, the others turned
+ * into spaces (what a policy's cmdline regex sees). A retitled process (setproctitle) pads
+ * its title with NULs: those go too. */
+int tune_cmdline_join(const char *buf, size_t len, char **ret);
+
+/* A comm as given by the kernel ("name\n", at most 15 bytes) into a NUL-terminated
+ * buffer. */
+int tune_parse_comm(const char *text, char ret[static TUNE_COMM_MAX]);
+
+/* Copy s into buf for a log line: bytes outside printable ASCII become \xNN, and a
+ * string that does not fit ends in "...". Never fails; buf is always terminated. */
+void tune_escape(const char *s, char *buf, size_t size);
+
+/* Readers: each opens below the context's root ("/proc/PID/..."). A vanished process
+ * reads as -ENOENT or -ESRCH. */
+int tune_proc_read_stat(const tune_ctx *ctx, pid_t pid, tune_proc_stat *ret);
+int tune_proc_read_status(const tune_ctx *ctx, pid_t pid, tune_proc_status *ret);
+/* tid 0: the process's (main thread's) comm. */
+int tune_proc_read_comm(const tune_ctx *ctx, pid_t pid, pid_t tid, char ret[static TUNE_COMM_MAX]);
+/* At most TUNE_CMDLINE_MAX bytes of it, joined (see tune_cmdline_join). */
+int tune_proc_read_cmdline(const tune_ctx *ctx, pid_t pid, char **ret);
+/* The raw environ block, at most TUNE_ENVIRON_MAX bytes (*ret_truncated says whether it was
+ * longer). Not NUL-terminated as a whole; *ret holds *ret_len bytes plus one NUL. */
+int tune_proc_read_environ(const tune_ctx *ctx, pid_t pid, char **ret, size_t *ret_len, bool *ret_truncated);
+/* The link text of /proc/PID/exe without the kernel's " (deleted)" suffix. */
+int tune_proc_read_exe(const tune_ctx *ctx, pid_t pid, char **ret);
+int tune_proc_read_cgroup(const tune_ctx *ctx, pid_t pid, char **ret);
+
+/* The thread ids in /proc/PID/task, sorted. */
+int tune_proc_list_tasks(const tune_ctx *ctx, pid_t pid, pid_t **ret, size_t *ret_n);
+/* The process ids in /proc, sorted. */
+int tune_proc_list_pids(const tune_ctx *ctx, pid_t **ret, size_t *ret_n);
+
+/* The device numbers (st_rdev) of the character devices the process holds open, sorted,
+ * without duplicates. stat() follows /proc/PID/fd/N to the real file, which is only
+ * meaningful on the live system: -EOPNOTSUPP below another root. */
+int tune_proc_list_char_devices(const tune_ctx *ctx, pid_t pid, dev_t **ret, size_t *ret_n);
+/* st_rdev of a device node below the root; -ENOTTY if it is not a character device. */
+int tune_read_rdev(const tune_ctx *ctx, const char *path, dev_t *ret);

@@ -1,0 +1,250 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Pure parsers for /proc/PID files. No I/O; the input is hostile. */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "npu-tuned/macro.h"
+#include "npu-tuned/parse.h"
+#include "npu-tuned/proc.h"
+
+/* One unsigned decimal field ending at a blank or the end; advances *p past it. */
+static int next_u64(const char **p, uint64_t *ret) {
+        const char *s = *p;
+        uint64_t v = 0;
+
+        while (*s == ' ')
+                s++;
+        if (*s < '0' || *s > '9')
+                return -EBADMSG;
+        for (; *s >= '0' && *s <= '9'; s++) {
+                if (v > (UINT64_MAX - (uint64_t) (*s - '0')) / 10)
+                        return -ERANGE;
+                v = v * 10 + (uint64_t) (*s - '0');
+        }
+        if (*s && *s != ' ' && *s != '\n')
+                return -EBADMSG;
+        *p = s;
+        *ret = v;
+        return 0;
+}
+
+/* Skip one field of anything but blanks (signed numbers, etc.). */
+static int skip_field(const char **p) {
+        const char *s = *p;
+
+        while (*s == ' ')
+                s++;
+        if (!*s || *s == '\n')
+                return -EBADMSG;
+        while (*s && *s != ' ' && *s != '\n')
+                s++;
+        *p = s;
+        return 0;
+}
+
+int tune_parse_proc_stat(const char *text, tune_proc_stat *ret) {
+        const char *open, *close, *p;
+        tune_proc_stat st = {};
+        uint64_t v;
+        long pid;
+        int r;
+
+        if (!text || !ret)
+                return -EINVAL;
+        open = strchr(text, '(');
+        close = strrchr(text, ')');
+        if (!open || !close || close < open || (size_t) (close - open - 1) >= TUNE_COMM_MAX)
+                return -EBADMSG;
+        {
+                char num[24];
+                size_t n = (size_t) (open - text);
+                if (n == 0 || n >= sizeof num)
+                        return -EBADMSG;
+                memcpy(num, text, n);
+                num[n] = 0;
+                if (tune_parse_int(num, 1, INT_MAX, &pid) < 0)
+                        return -EBADMSG;
+        }
+        st.pid = (pid_t) pid;
+        memcpy(st.comm, open + 1, (size_t) (close - open - 1));
+        st.comm[close - open - 1] = 0;
+        p = close + 1;
+        if (*p++ != ' ' || !*p || *p == ' ' || *p == '\n')
+                return -EBADMSG;
+        st.state = *p++; /* field 3 */
+        if (*p != ' ')
+                return -EBADMSG;
+        /* field 4: ppid */
+        r = next_u64(&p, &v);
+        if (r < 0)
+                return r;
+        if (v > INT_MAX)
+                return -ERANGE;
+        st.ppid = (pid_t) v;
+        /* fields 5..8: pgrp, session, tty_nr, tpgid (tpgid may be -1) */
+        for (int i = 5; i <= 8; i++) {
+                r = skip_field(&p);
+                if (r < 0)
+                        return r;
+        }
+        /* field 9: flags */
+        r = next_u64(&p, &v);
+        if (r < 0)
+                return r;
+        if (v > UINT32_MAX)
+                return -ERANGE;
+        st.flags = (unsigned) v;
+        /* fields 10..21 */
+        for (int i = 10; i <= 21; i++) {
+                r = skip_field(&p);
+                if (r < 0)
+                        return r;
+        }
+        /* field 22: starttime */
+        r = next_u64(&p, &st.start_time);
+        if (r < 0)
+                return r;
+        *ret = st;
+        return 0;
+}
+
+static int parse_id_field(const char *text, const char *key, long max, long *ret_first, long *ret_second) {
+        const char *v;
+        size_t len;
+        char buf[96], *end;
+        long a, b = -1;
+        int r;
+
+        r = tune_find_key(text, key, &v, &len);
+        if (r < 0)
+                return -EBADMSG;
+        if (len == 0 || len >= sizeof buf)
+                return -EBADMSG;
+        memcpy(buf, v, len);
+        buf[len] = 0;
+        errno = 0;
+        a = strtol(buf, &end, 10);
+        if (errno || end == buf || a < 0 || a > max)
+                return -EBADMSG;
+        if (ret_second) {
+                char *p = end;
+                b = strtol(p, &end, 10);
+                if (errno || end == p || b < 0 || b > max)
+                        return -EBADMSG;
+        }
+        *ret_first = a;
+        if (ret_second)
+                *ret_second = b;
+        return 0;
+}
+
+int tune_parse_proc_status(const char *text, tune_proc_status *ret) {
+        long tgid, ppid, ruid, euid;
+        int r;
+
+        if (!text || !ret)
+                return -EINVAL;
+        r = parse_id_field(text, "Tgid", INT_MAX, &tgid, NULL);
+        if (r < 0)
+                return r;
+        r = parse_id_field(text, "PPid", INT_MAX, &ppid, NULL);
+        if (r < 0)
+                return r;
+        r = parse_id_field(text, "Uid", (long) UINT32_MAX - 1, &ruid, &euid);
+        if (r < 0)
+                return r;
+        *ret = (tune_proc_status){
+                .tgid = (pid_t) tgid,
+                .ppid = (pid_t) ppid,
+                .ruid = (uid_t) ruid,
+                .euid = (uid_t) euid,
+        };
+        return 0;
+}
+
+int tune_parse_proc_cgroup(const char *text, char **ret) {
+        const char *line = text;
+
+        if (!text || !ret)
+                return -EINVAL;
+        while (line && *line) {
+                const char *eol = strchr(line, '\n');
+                size_t len = eol ? (size_t) (eol - line) : strlen(line);
+
+                if (len >= 3 && memcmp(line, "0::", 3) == 0) {
+                        if (len == 3 || line[3] != '/')
+                                return -EBADMSG;
+                        char *s = strndup(line + 3, len - 3);
+                        if (!s)
+                                return -ENOMEM;
+                        *ret = s;
+                        return 0;
+                }
+                line = eol ? eol + 1 : NULL;
+        }
+        return -ENOENT;
+}
+
+int tune_cmdline_join(const char *buf, size_t len, char **ret) {
+        char *s;
+
+        if ((!buf && len > 0) || !ret)
+                return -EINVAL;
+        while (len > 0 && buf[len - 1] == 0)
+                len--;
+        s = malloc(len + 1);
+        if (!s)
+                return -ENOMEM;
+        for (size_t i = 0; i < len; i++)
+                s[i] = buf[i] ? buf[i] : ' ';
+        s[len] = 0;
+        *ret = s;
+        return 0;
+}
+
+int tune_parse_comm(const char *text, char ret[static TUNE_COMM_MAX]) {
+        size_t len;
+
+        if (!text)
+                return -EINVAL;
+        len = strlen(text);
+        if (len > 0 && text[len - 1] == '\n')
+                len--;
+        if (len >= TUNE_COMM_MAX || memchr(text, '\n', len))
+                return -EBADMSG;
+        memcpy(ret, text, len);
+        ret[len] = 0;
+        return 0;
+}
+
+void tune_escape(const char *s, char *buf, size_t size) {
+        size_t o = 0;
+
+        if (size == 0)
+                return;
+        if (!s)
+                s = "(null)";
+        for (; *s; s++) {
+                unsigned char c = (unsigned char) *s;
+                size_t need = (c >= 0x20 && c < 0x7f && c != '\\') ? 1 : 4;
+
+                if (o + need + 4 > size) { /* room for "..." and the NUL */
+                        if (o + 4 <= size) {
+                                memcpy(buf + o, "...", 3);
+                                o += 3;
+                        }
+                        break;
+                }
+                if (need == 1)
+                        buf[o++] = (char) c;
+                else {
+                        snprintf(buf + o, 5, "\\x%02x", c);
+                        o += 4;
+                }
+        }
+        buf[o < size ? o : size - 1] = 0;
+}

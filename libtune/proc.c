@@ -1,0 +1,371 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Root-resolved readers for /proc/PID. Bounded reads; the parsing is in proc-parse.c. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "npu-tuned/context.h"
+#include "npu-tuned/macro.h"
+#include "npu-tuned/match.h"
+#include "npu-tuned/parse.h"
+#include "npu-tuned/proc.h"
+
+/* Read at most max bytes; unlike tune_read_file(), a longer file is cut, not refused. The
+ * buffer gets one NUL past the data. */
+static int read_prefix(const tune_ctx *ctx, const char *path, size_t max, char **ret, size_t *ret_len,
+                       bool *ret_truncated) {
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0, cap = 4096;
+
+        fd = tune_open(ctx, path, O_RDONLY | O_NOCTTY, 0);
+        if (fd < 0)
+                return fd;
+        if (cap > max + 1)
+                cap = max + 1;
+        buf = malloc(cap);
+        if (!buf)
+                return -ENOMEM;
+        for (;;) {
+                ssize_t n;
+
+                if (len == max) {
+                        char probe;
+                        do
+                                n = read(fd, &probe, 1);
+                        while (n < 0 && errno == EINTR);
+                        if (ret_truncated)
+                                *ret_truncated = n > 0;
+                        break;
+                }
+                if (len + 1 >= cap) {
+                        size_t ncap = cap * 2 > max + 1 ? max + 1 : cap * 2;
+                        char *nb = realloc(buf, ncap);
+                        if (!nb)
+                                return -ENOMEM;
+                        buf = nb;
+                        cap = ncap;
+                }
+                n = read(fd, buf + len, cap - 1 - len);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                if (n == 0) {
+                        if (ret_truncated)
+                                *ret_truncated = false;
+                        break;
+                }
+                len += (size_t) n;
+        }
+        buf[len] = 0;
+        *ret_len = len;
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
+
+static int pid_path(char *buf, size_t size, pid_t pid, pid_t tid, const char *file) {
+        if (pid <= 0 || tid < 0)
+                return -EINVAL;
+        if (tid > 0)
+                return tune_path(buf, size, "/proc/%d/task/%d/%s", (int) pid, (int) tid, file);
+        return tune_path(buf, size, "/proc/%d/%s", (int) pid, file);
+}
+
+int tune_proc_read_stat(const tune_ctx *ctx, pid_t pid, tune_proc_stat *ret) {
+        _cleanup_free_ char *text = NULL;
+        char path[64];
+        size_t len;
+        int r;
+
+        r = pid_path(path, sizeof path, pid, 0, "stat");
+        if (r < 0)
+                return r;
+        r = read_prefix(ctx, path, 4096, &text, &len, NULL);
+        if (r < 0)
+                return r;
+        return tune_parse_proc_stat(text, ret);
+}
+
+int tune_proc_read_status(const tune_ctx *ctx, pid_t pid, tune_proc_status *ret) {
+        _cleanup_free_ char *text = NULL;
+        char path[64];
+        size_t len;
+        int r;
+
+        r = pid_path(path, sizeof path, pid, 0, "status");
+        if (r < 0)
+                return r;
+        r = read_prefix(ctx, path, TUNE_STATUS_MAX, &text, &len, NULL);
+        if (r < 0)
+                return r;
+        return tune_parse_proc_status(text, ret);
+}
+
+int tune_proc_read_comm(const tune_ctx *ctx, pid_t pid, pid_t tid, char ret[static TUNE_COMM_MAX]) {
+        _cleanup_free_ char *text = NULL;
+        char path[64];
+        size_t len;
+        int r;
+
+        r = pid_path(path, sizeof path, pid, tid, "comm");
+        if (r < 0)
+                return r;
+        r = read_prefix(ctx, path, 64, &text, &len, NULL);
+        if (r < 0)
+                return r;
+        if (memchr(text, 0, len))
+                return -EBADMSG;
+        return tune_parse_comm(text, ret);
+}
+
+int tune_proc_read_cmdline(const tune_ctx *ctx, pid_t pid, char **ret) {
+        _cleanup_free_ char *raw = NULL;
+        char path[64];
+        size_t len;
+        int r;
+
+        r = pid_path(path, sizeof path, pid, 0, "cmdline");
+        if (r < 0)
+                return r;
+        r = read_prefix(ctx, path, TUNE_CMDLINE_MAX, &raw, &len, NULL);
+        if (r < 0)
+                return r;
+        return tune_cmdline_join(raw, len, ret);
+}
+
+int tune_proc_read_environ(const tune_ctx *ctx, pid_t pid, char **ret, size_t *ret_len, bool *ret_truncated) {
+        char path[64];
+        bool truncated = false;
+        int r;
+
+        r = pid_path(path, sizeof path, pid, 0, "environ");
+        if (r < 0)
+                return r;
+        r = read_prefix(ctx, path, TUNE_ENVIRON_MAX, ret, ret_len, &truncated);
+        if (r < 0)
+                return r;
+        if (ret_truncated)
+                *ret_truncated = truncated;
+        return 0;
+}
+
+int tune_proc_read_exe(const tune_ctx *ctx, pid_t pid, char **ret) {
+        static const char deleted[] = " (deleted)";
+        char path[64];
+        char *s;
+        size_t len;
+        int r;
+
+        r = pid_path(path, sizeof path, pid, 0, "exe");
+        if (r < 0)
+                return r;
+        r = tune_readlink(ctx, path, &s);
+        if (r < 0)
+                return r;
+        len = strlen(s);
+        if (len > sizeof deleted - 1 && streq(s + len - (sizeof deleted - 1), deleted))
+                s[len - (sizeof deleted - 1)] = 0;
+        *ret = s;
+        return 0;
+}
+
+int tune_proc_read_cgroup(const tune_ctx *ctx, pid_t pid, char **ret) {
+        _cleanup_free_ char *text = NULL;
+        char path[64];
+        size_t len;
+        int r;
+
+        r = pid_path(path, sizeof path, pid, 0, "cgroup");
+        if (r < 0)
+                return r;
+        r = read_prefix(ctx, path, TUNE_CGROUP_MAX, &text, &len, NULL);
+        if (r < 0)
+                return r;
+        if (memchr(text, 0, len))
+                return -EBADMSG;
+        return tune_parse_proc_cgroup(text, ret);
+}
+
+static int cmp_pid(const void *a, const void *b) {
+        pid_t x = *(const pid_t *) a, y = *(const pid_t *) b;
+        return x < y ? -1 : x > y;
+}
+
+/* Numeric entries of a directory below the root. */
+static int list_numeric(const tune_ctx *ctx, const char *path, pid_t **ret, size_t *ret_n) {
+        _cleanup_closedir_ DIR *d = NULL;
+        _cleanup_free_ pid_t *list = NULL;
+        size_t n = 0, cap = 0;
+        struct dirent *de;
+        int r;
+
+        r = tune_opendir(ctx, path, &d);
+        if (r < 0)
+                return r;
+        while ((errno = 0, de = readdir(d))) {
+                long v;
+
+                if (de->d_name[0] < '1' || de->d_name[0] > '9' ||
+                    tune_parse_int(de->d_name, 1, INT_MAX, &v) < 0)
+                        continue;
+                if (n == cap) {
+                        size_t ncap = cap ? cap * 2 : 64;
+                        pid_t *nl = reallocarray(list, ncap, sizeof *nl);
+                        if (!nl)
+                                return -ENOMEM;
+                        list = nl;
+                        cap = ncap;
+                }
+                list[n++] = (pid_t) v;
+        }
+        if (errno != 0)
+                return negative_errno();
+        if (n > 1)
+                qsort(list, n, sizeof *list, cmp_pid);
+        *ret = TAKE_PTR(list);
+        *ret_n = n;
+        return 0;
+}
+
+int tune_proc_list_tasks(const tune_ctx *ctx, pid_t pid, pid_t **ret, size_t *ret_n) {
+        char path[64];
+        int r;
+
+        r = pid_path(path, sizeof path, pid, 0, "task");
+        if (r < 0)
+                return r;
+        return list_numeric(ctx, path, ret, ret_n);
+}
+
+int tune_proc_list_pids(const tune_ctx *ctx, pid_t **ret, size_t *ret_n) {
+        return list_numeric(ctx, "/proc", ret, ret_n);
+}
+
+static int cmp_dev(const void *a, const void *b) {
+        dev_t x = *(const dev_t *) a, y = *(const dev_t *) b;
+        return x < y ? -1 : x > y;
+}
+
+int tune_proc_list_char_devices(const tune_ctx *ctx, pid_t pid, dev_t **ret, size_t *ret_n) {
+        _cleanup_closedir_ DIR *d = NULL;
+        _cleanup_free_ dev_t *list = NULL;
+        size_t n = 0, cap = 0, seen = 0;
+        struct dirent *de;
+        char path[64];
+        int r;
+
+        if (!tune_ctx_is_live(ctx))
+                return -EOPNOTSUPP;
+        r = pid_path(path, sizeof path, pid, 0, "fd");
+        if (r < 0)
+                return r;
+        r = tune_opendir(ctx, path, &d);
+        if (r < 0)
+                return r;
+        while ((de = readdir(d)) && seen < TUNE_FD_SCAN_MAX) {
+                struct stat st;
+
+                if (de->d_name[0] < '0' || de->d_name[0] > '9')
+                        continue;
+                seen++;
+                /* Follows the magic link to the open file itself, wherever the process
+                 * sees it (another mount namespace, a deleted node). */
+                if (fstatat(dirfd(d), de->d_name, &st, 0) < 0 || !S_ISCHR(st.st_mode))
+                        continue;
+                if (n == cap) {
+                        size_t ncap = cap ? cap * 2 : 16;
+                        dev_t *nl = reallocarray(list, ncap, sizeof *nl);
+                        if (!nl)
+                                return -ENOMEM;
+                        list = nl;
+                        cap = ncap;
+                }
+                list[n++] = st.st_rdev;
+        }
+        if (n > 1) {
+                size_t o = 1;
+                qsort(list, n, sizeof *list, cmp_dev);
+                for (size_t i = 1; i < n; i++)
+                        if (list[i] != list[o - 1])
+                                list[o++] = list[i];
+                n = o;
+        }
+        *ret = TAKE_PTR(list);
+        *ret_n = n;
+        return 0;
+}
+
+int tune_read_rdev(const tune_ctx *ctx, const char *path, dev_t *ret) {
+        struct stat st;
+        const char *rel = path;
+
+        while (*rel == '/')
+                rel++;
+        if (!*rel)
+                return -EINVAL;
+        if (fstatat(tune_ctx_root_fd(ctx), rel, &st, 0) < 0)
+                return negative_errno();
+        if (!S_ISCHR(st.st_mode))
+                return -ENOTTY;
+        *ret = st.st_rdev;
+        return 0;
+}
+
+int tune_proc_facts_load_from_proc(tune_proc_facts *f, tune_fact fact, void *userdata) {
+        const tune_ctx *ctx = userdata;
+        tune_proc_status status;
+        int r;
+
+        switch (fact) {
+        case TUNE_FACT_COMM:
+                r = tune_proc_read_comm(ctx, f->pid, 0, f->comm);
+                break;
+        case TUNE_FACT_EXE:
+                free(f->exe);
+                f->exe = NULL;
+                r = tune_proc_read_exe(ctx, f->pid, &f->exe);
+                break;
+        case TUNE_FACT_CMDLINE:
+                free(f->cmdline);
+                f->cmdline = NULL;
+                r = tune_proc_read_cmdline(ctx, f->pid, &f->cmdline);
+                break;
+        case TUNE_FACT_UID:
+                r = tune_proc_read_status(ctx, f->pid, &status);
+                if (r >= 0)
+                        f->uid = status.ruid;
+                break;
+        case TUNE_FACT_CGROUP:
+                free(f->cgroup);
+                f->cgroup = NULL;
+                r = tune_proc_read_cgroup(ctx, f->pid, &f->cgroup);
+                break;
+        default:
+                return -EINVAL;
+        }
+        if (r < 0) {
+                f->failed |= fact;
+                return r;
+        }
+        f->loaded |= fact;
+        return 0;
+}
+
+void tune_proc_facts_init(tune_proc_facts *f, const tune_ctx *ctx, pid_t pid, const char *comm) {
+        *f = (tune_proc_facts){
+                .pid = pid,
+                .load = tune_proc_facts_load_from_proc,
+                .userdata = (void *) ctx,
+        };
+        if (comm) {
+                snprintf(f->comm, sizeof f->comm, "%s", comm);
+                f->loaded |= TUNE_FACT_COMM;
+        }
+}
