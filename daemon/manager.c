@@ -8,6 +8,7 @@
 #include "knobs.h"
 #include "log.h"
 #include "manager.h"
+#include "placement.h"
 #include "watcher.h"
 #ifdef NPU_TUNED_WATCHER_STUB_POLICY
 /* TEST-ONLY (INTEGRATOR: delete with watcher-stub-policy.c once the JSON policy parser
@@ -20,6 +21,7 @@ Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
         watcher_free(m->watcher);
+        placement_free(m->placement);
         knobs_free(m->knobs);
         tune_accels_done(&m->accels);
         tune_topology_free(m->topology);
@@ -72,8 +74,10 @@ static int manager_start_watcher(Manager *m) {
                 policy = watcher_stub_policy();
 #endif
         watcher_params_from_policy(policy, &params);
-        /* INTEGRATOR: pass the placement code's watcher_ops and state here. */
-        r = watcher_new(m->event, m->ctx, &m->accels, policy, &params, NULL, m, &m->watcher);
+        r = placement_new(m, &m->placement);
+        if (r < 0)
+                return r;
+        r = watcher_new(m->event, m->ctx, &m->accels, policy, &params, &placement_watcher_ops, m->placement, &m->watcher);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the process watcher: %m");
         return watcher_start(m->watcher);
@@ -124,6 +128,9 @@ int manager_run(Manager *m) {
         log_info("Running: %u NUMA node(s), %u accelerator(s), root %s%s.", m->topology->n_nodes, m->accels.n,
                  tune_ctx_root(m->ctx), m->live ? "" : ", process watcher off");
         r = sd_event_loop(m->event);
+        /* Processes still running get their affinity back where the policy says so. */
+        if (m->watcher)
+                watcher_release_all(m->watcher);
         (void) knobs_stop(m);
         return r;
 }

@@ -21,6 +21,7 @@ typedef struct Manager {
         struct Knobs *knobs; /* host knobs: daemon/knobs.c */
         bool live; /* root is "/" and the watcher may act on real processes */
         struct Watcher *watcher; /* the process watcher; NULL unless live */
+        struct Placement *placement; /* the watcher's consumer: daemon/placement.c */
 } Manager;
 
 int manager_new(const daemon_options *o, Manager **ret);

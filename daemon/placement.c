@@ -1,0 +1,414 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+#include "manager.h"
+#include "npu-tuned/affinity.h"
+#include "npu-tuned/memmove.h"
+#include "npu-tuned/numa-maps.h"
+#include "placement.h"
+
+/* Memory is moved in steps of this period, rate_mib_s * period each. */
+#define MIGRATE_STEP_USEC (100 * 1000ULL)
+
+struct Placement {
+        struct Manager *manager;
+        tune_placer *placer;
+        tune_cpuset all_nodes;
+};
+
+/* Per managed process: managed_process.userdata. */
+typedef struct placed_process {
+        Placement *owner;
+        pid_t pid;
+        uint64_t key;
+        tune_affinity_journal journal;
+        sd_event_source *memory_timer; /* the settle delay, then migration steps */
+        tune_memmove *memmove;
+        uint64_t matched_usec;
+        bool memory_done;
+        bool drift_logged;
+        bool refusal_logged;
+} placed_process;
+
+uint64_t placement_key(pid_t pid, uint64_t start_time) {
+        /* pid_max is at most 2^22. */
+        return (start_time << 22) | ((uint64_t) pid & ((UINT64_C(1) << 22) - 1));
+}
+
+static pid_t key_pid(uint64_t key) {
+        return (pid_t) (key & ((UINT64_C(1) << 22) - 1));
+}
+
+static uint64_t now_usec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
+}
+
+static void placed_process_free(placed_process *pp) {
+        if (!pp)
+                return;
+        sd_event_source_disable_unref(pp->memory_timer);
+        tune_memmove_free(pp->memmove);
+        tune_affinity_journal_done(&pp->journal);
+        free(pp);
+}
+
+const tune_placement *placement_get(const Placement *p, const managed_process *mp) {
+        return tune_placer_get(p->placer, placement_key(mp->pid, mp->start_time));
+}
+
+/* The managed process behind a key, if it is still that process. */
+static managed_process *find_process(Placement *p, uint64_t key) {
+        managed_process *mp = watcher_find(p->manager->watcher, key_pid(key));
+        if (!mp || !mp->userdata || ((placed_process *) mp->userdata)->key != key)
+                return NULL;
+        return mp;
+}
+
+static void log_placement(const managed_process *mp, const tune_placement *pl) {
+        _cleanup_free_ char *pool = NULL, *control = NULL, *compute = NULL, *mem = NULL, *accels = NULL;
+
+        (void) tune_attribution_format_accels(&mp->attribution, &accels);
+        if (pl->action != TUNE_PLACEMENT_PLACE) {
+                log_info("Not placing pid %d (rule \"%s\", accelerators %s from %s): %s.", mp->pid, mp->rule->name,
+                         accels && *accels ? accels : "none", tune_attribution_source_to_string(mp->attribution.source),
+                         pl->n_reasons > 0 ? pl->reasons[pl->n_reasons - 1] : tune_placement_action_to_string(pl->action));
+                return;
+        }
+        (void) tune_cpuset_format_list(&pl->pool, &pool);
+        (void) tune_cpuset_format_list(tune_placement_role_cpus(pl, TUNE_ROLE_CONTROL), &control);
+        (void) tune_cpuset_format_list(tune_placement_role_cpus(pl, TUNE_ROLE_COMPUTE), &compute);
+        (void) tune_cpuset_format_list(&pl->mem_nodes, &mem);
+        log_info("Placing pid %d (rule \"%s\", accelerators %s from %s): CPUs %s, control %s, compute %s, memory %s.",
+                 mp->pid, mp->rule->name, accels && *accels ? accels : "none",
+                 tune_attribution_source_to_string(mp->attribution.source), pool ? pool : "?",
+                 control && *control ? control : "-", compute && *compute ? compute : "-",
+                 mem && *mem ? mem : "left where it is");
+        for (unsigned i = 0; i < pl->n_reasons; i++)
+                log_debug("  pid %d: %s", mp->pid, pl->reasons[i]);
+}
+
+/* Pin every thread of mp by role. */
+static void apply_process(Placement *p, managed_process *mp) {
+        placed_process *pp = mp->userdata;
+        const tune_placement *pl = tune_placer_get(p->placer, pp->key);
+        tune_affinity_stats stats = {};
+        int r;
+
+        if (!pl || pl->action != TUNE_PLACEMENT_PLACE)
+                return;
+        tune_thread_target target = { .placement = pl, .rule = mp->rule };
+        r = tune_affinity_apply(p->manager->ctx, NULL, mp->pid, tune_thread_target_choose, &target, &pp->journal, &stats);
+        if (r == -ESRCH)
+                return; /* gone: its exit event follows */
+        if (r == -EAGAIN)
+                log_notice("pid %d keeps creating threads; the rest are placed on their fork events.", mp->pid);
+        else if (r < 0)
+                log_warning_errno(r, "Failed to set the CPU affinity of %u of the %u threads of pid %d, ignoring: %m",
+                                  stats.failed, stats.seen, mp->pid);
+        log_debug("pid %d: %u thread(s), %u pinned, %u already right, %u gone, %u walk(s).", mp->pid, stats.seen,
+                  stats.set, stats.unchanged, stats.vanished, stats.rounds);
+}
+
+/* The placer changed other processes' CPUs: re-pin those. */
+static void apply_changed(Placement *p, const tune_keys *changed) {
+        for (unsigned i = 0; i < changed->n; i++) {
+                managed_process *other = find_process(p, changed->keys[i]);
+                if (other)
+                        apply_process(p, other);
+        }
+}
+
+static void verify_memory(Placement *p, managed_process *mp, const tune_placement *pl, uint64_t not_moved) {
+        tune_numa_usage u = {};
+        int r;
+
+        r = tune_numa_maps_read(p->manager->ctx, mp->pid, &u);
+        if (r < 0) {
+                if (r != -ESRCH)
+                        log_warning_errno(r, "Failed to read numa_maps of pid %d: %m", mp->pid);
+                return;
+        }
+        log_info("Memory of pid %d: %.1f%% of %llu MiB on its memory node(s) (anonymous memory: %.1f%%); %llu page(s) could not move.",
+                 mp->pid, tune_numa_usage_locality(&u, &pl->mem_nodes, false), (unsigned long long) (u.total_kib / 1024),
+                 tune_numa_usage_locality(&u, &pl->mem_nodes, true), (unsigned long long) not_moved);
+        tune_numa_usage_done(&u);
+}
+
+static void memory_finish(Placement *p, managed_process *mp, placed_process *pp, const tune_placement *pl,
+                          uint64_t not_moved) {
+        pp->memory_done = true;
+        pp->memory_timer = sd_event_source_disable_unref(pp->memory_timer);
+        pp->memmove = tune_memmove_free(pp->memmove);
+        verify_memory(p, mp, pl, not_moved);
+}
+
+/* The settle delay is over, or a rate-limited migration has work left: move memory. */
+static int on_memory_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        placed_process *pp = userdata;
+        Placement *p = pp->owner;
+        managed_process *mp = find_process(p, pp->key);
+        const tune_placement *pl = tune_placer_get(p->placer, pp->key);
+        const tune_policy_rule *rule;
+        int r;
+
+        if (!mp || !pl || pl->action != TUNE_PLACEMENT_PLACE || tune_cpuset_is_empty(&pl->mem_nodes)) {
+                pp->memory_timer = sd_event_source_disable_unref(pp->memory_timer);
+                return 0;
+        }
+        rule = mp->rule;
+        if (rule->memory_rate_mib_s == 0) {
+                long not_moved = tune_memmove_migrate_all(p->manager->ctx, mp->pid, &p->all_nodes, &pl->mem_nodes, NULL);
+                if (not_moved < 0) {
+                        if (not_moved != -ESRCH)
+                                log_warning_errno((int) not_moved, "Failed to migrate the memory of pid %d, leaving it: %m", mp->pid);
+                        pp->memory_timer = sd_event_source_disable_unref(pp->memory_timer);
+                        return 0;
+                }
+                memory_finish(p, mp, pp, pl, (uint64_t) not_moved);
+                return 0;
+        }
+        if (!pp->memmove) {
+                tune_memmove_params params = { .move_shared = true };
+                r = tune_memmove_new(p->manager->ctx, mp->pid, &pl->mem_nodes, &params, &pp->memmove);
+                if (r < 0) {
+                        if (r != -ESRCH)
+                                log_warning_errno(r, "Failed to plan the memory migration of pid %d, leaving it: %m", mp->pid);
+                        pp->memory_timer = sd_event_source_disable_unref(pp->memory_timer);
+                        return 0;
+                }
+                log_info("Moving %llu MiB of pid %d to node(s) at %u MiB/s.",
+                         (unsigned long long) (tune_memmove_get_stats(pp->memmove)->planned_kib / 1024), mp->pid,
+                         rule->memory_rate_mib_s);
+        }
+        r = tune_memmove_step(pp->memmove, (uint64_t) rule->memory_rate_mib_s * 1024 * MIGRATE_STEP_USEC / 1000000);
+        if (r < 0 || watcher_check_process(p->manager->watcher, mp) == 0) {
+                if (r < 0 && r != -ESRCH)
+                        log_warning_errno(r, "Failed to migrate the memory of pid %d, leaving the rest: %m", mp->pid);
+                pp->memory_timer = sd_event_source_disable_unref(pp->memory_timer);
+                pp->memmove = tune_memmove_free(pp->memmove);
+                return 0;
+        }
+        if (r == 0) {
+                memory_finish(p, mp, pp, pl, tune_memmove_stats_not_moved(tune_memmove_get_stats(pp->memmove)));
+                return 0;
+        }
+        r = sd_event_source_set_time_relative(s, MIGRATE_STEP_USEC);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+        if (r < 0) {
+                log_warning_errno(r, "Failed to re-arm the migration timer of pid %d: %m", mp->pid);
+                pp->memory_timer = sd_event_source_disable_unref(pp->memory_timer);
+        }
+        return 0;
+}
+
+static void arm_memory(Placement *p, managed_process *mp, placed_process *pp, const tune_placement *pl) {
+        int r;
+
+        if (pp->memory_done || pp->memory_timer || !mp->rule->memory_migrate || pl->action != TUNE_PLACEMENT_PLACE ||
+            tune_cpuset_is_empty(&pl->mem_nodes))
+                return;
+        r = sd_event_add_time_relative(p->manager->event, &pp->memory_timer, CLOCK_MONOTONIC,
+                                       (uint64_t) mp->rule->memory_settle_delay_ms * 1000, 10 * 1000, on_memory_timer, pp);
+        if (r < 0) {
+                log_warning_errno(r, "Failed to arm the memory timer of pid %d, its memory stays where it is: %m", mp->pid);
+                return;
+        }
+        (void) sd_event_source_set_description(pp->memory_timer, "memory-migration");
+}
+
+/* (Re)plan mp with its current rule and accelerators, and apply the outcome. */
+static void place(Placement *p, managed_process *mp) {
+        placed_process *pp = mp->userdata;
+        const tune_accel *accels[64];
+        unsigned n = 0;
+        tune_keys changed = {};
+        int r;
+
+        for (unsigned i = 0; i < mp->attribution.n_accels && n < ELEMENTSOF(accels); i++) {
+                const tune_accel *a = tune_accels_find(&p->manager->accels, mp->attribution.accels[i].kind,
+                                                       mp->attribution.accels[i].index);
+                if (a)
+                        accels[n++] = a;
+        }
+        (void) tune_topology_refresh_memory(p->manager->ctx, p->manager->topology);
+        r = tune_placer_set(p->placer, pp->key, mp->rule, accels, n, &changed);
+        if (r < 0) {
+                log_warning_errno(r, "Failed to plan pid %d, leaving it alone: %m", mp->pid);
+                return;
+        }
+        const tune_placement *pl = tune_placer_get(p->placer, pp->key);
+        log_placement(mp, pl);
+        apply_process(p, mp);
+        apply_changed(p, &changed);
+        tune_keys_done(&changed);
+        arm_memory(p, mp, pp, pl);
+        log_debug("pid %d placed %llu us after it was matched.", mp->pid,
+                  (unsigned long long) (now_usec() - pp->matched_usec));
+}
+
+/* ---- the watcher's callbacks ---- */
+
+static void on_process_matched(Watcher *w, managed_process *mp, void *userdata) {
+        Placement *p = userdata;
+        placed_process *pp;
+
+        pp = calloc(1, sizeof *pp);
+        if (!pp) {
+                log_oom();
+                return;
+        }
+        pp->owner = p;
+        pp->pid = mp->pid;
+        pp->key = placement_key(mp->pid, mp->start_time);
+        pp->matched_usec = now_usec();
+        pp->journal.start_time = mp->start_time;
+        mp->userdata = pp;
+        place(p, mp);
+}
+
+static void on_process_changed(Watcher *w, managed_process *mp, unsigned changes, void *userdata) {
+        Placement *p = userdata;
+        placed_process *pp = mp->userdata;
+
+        if (!pp)
+                return;
+        log_debug("pid %d changed (%s%s%s%s), planning it again.", mp->pid,
+                  changes & WATCHER_CHANGE_RULE ? " rule" : "", changes & WATCHER_CHANGE_RANK ? " rank" : "",
+                  changes & WATCHER_CHANGE_ACCELS ? " accelerators" : "", changes & WATCHER_CHANGE_EXEC ? " exec" : "");
+        if (changes & (WATCHER_CHANGE_RULE | WATCHER_CHANGE_ACCELS | WATCHER_CHANGE_EXEC)) {
+                /* Its memory home may have changed with its accelerators. */
+                pp->memory_done = false;
+                pp->memory_timer = sd_event_source_disable_unref(pp->memory_timer);
+                pp->memmove = tune_memmove_free(pp->memmove);
+        }
+        place(p, mp);
+}
+
+static void apply_one_thread(Placement *p, managed_process *mp, managed_thread *t) {
+        placed_process *pp = mp->userdata;
+        const tune_placement *pl;
+        tune_affinity_stats stats = {};
+        int r;
+
+        if (!pp || !(pl = tune_placer_get(p->placer, pp->key)) || pl->action != TUNE_PLACEMENT_PLACE)
+                return;
+        tune_thread_target target = { .placement = pl, .rule = mp->rule };
+        r = tune_affinity_apply_thread(p->manager->ctx, NULL, mp->pid, t->tid, tune_thread_target_choose, &target,
+                                       &pp->journal, &stats);
+        if (r < 0 && r != -ESRCH)
+                log_warning_errno(r, "Failed to set the CPU affinity of thread %d of pid %d, ignoring: %m", t->tid, mp->pid);
+}
+
+static void on_thread_new(Watcher *w, managed_process *mp, managed_thread *t, void *userdata) {
+        apply_one_thread(userdata, mp, t);
+}
+
+static void on_thread_renamed(Watcher *w, managed_process *mp, managed_thread *t, const char *old_comm, void *userdata) {
+        /* A rename can change the thread's role (acl_thread, a worker taking its title). */
+        apply_one_thread(userdata, mp, t);
+}
+
+static void on_thread_exit(Watcher *w, managed_process *mp, managed_thread *t, void *userdata) {
+        placed_process *pp = mp->userdata;
+        if (pp)
+                tune_affinity_journal_forget(&pp->journal, t->tid);
+}
+
+static void on_process_exit(Watcher *w, managed_process *mp, watcher_exit_reason reason, void *userdata) {
+        Placement *p = userdata;
+        placed_process *pp = mp->userdata;
+        tune_keys changed = {};
+
+        if (!pp)
+                return;
+        if (reason == WATCHER_EXIT_STOP && mp->rule->restore_on_stop) {
+                tune_affinity_stats stats = {};
+                int r = tune_affinity_restore(p->manager->ctx, NULL, &pp->journal, &stats);
+                if (r < 0 && r != -ESRCH)
+                        log_warning_errno(r, "Failed to give pid %d its original CPU affinity back: %m", mp->pid);
+                else if (stats.set > 0 || stats.skipped > 0)
+                        log_info("Gave %u thread(s) of pid %d their original CPU affinity back%s.", stats.set, mp->pid,
+                                 stats.skipped ? " (threads that re-bound themselves were left alone)" : "");
+        } else if (reason == WATCHER_EXIT_UNMATCHED && mp->rule->restore_on_stop) {
+                /* It is no longer what the policy manages: it gets its own affinity back. */
+                (void) tune_affinity_restore(p->manager->ctx, NULL, &pp->journal, NULL);
+        }
+        if (tune_placer_remove(p->placer, pp->key, &changed) >= 0 && reason != WATCHER_EXIT_STOP) {
+                /* Its CPUs go back to the pool: the others on its nodes may grow. */
+                apply_changed(p, &changed);
+        }
+        tune_keys_done(&changed);
+        log_debug("pid %d no longer managed (%s).", mp->pid, watcher_exit_reason_to_string(reason));
+        placed_process_free(pp);
+        mp->userdata = NULL;
+}
+
+static void on_reconcile(Watcher *w, managed_process *mp, void *userdata) {
+        Placement *p = userdata;
+        placed_process *pp = mp->userdata;
+        unsigned drifted = 0;
+        pid_t first = 0;
+
+        if (!pp || tune_affinity_check(p->manager->ctx, NULL, &pp->journal, &drifted, &first) < 0 || drifted == 0)
+                return;
+        if (mp->rule->reassert_affinity) {
+                if (!pp->drift_logged)
+                        log_notice("pid %d changed the CPU affinity of %u thread(s) (first: %d); the policy says re-assert.",
+                                   mp->pid, drifted, first);
+                pp->drift_logged = true;
+                apply_process(p, mp);
+        } else if (!pp->drift_logged) {
+                log_notice("pid %d changed the CPU affinity of %u thread(s) (first: %d) itself; respecting it, as the policy says.",
+                           mp->pid, drifted, first);
+                pp->drift_logged = true;
+        }
+}
+
+const watcher_ops placement_watcher_ops = {
+        .on_process_matched = on_process_matched,
+        .on_process_changed = on_process_changed,
+        .on_thread_new = on_thread_new,
+        .on_thread_renamed = on_thread_renamed,
+        .on_thread_exit = on_thread_exit,
+        .on_process_exit = on_process_exit,
+        .on_reconcile = on_reconcile,
+};
+
+int placement_new(struct Manager *m, Placement **ret) {
+        _cleanup_(placement_freep) Placement *p = NULL;
+        tune_plan_params params = {
+                .housekeeping_cpus_per_node = m->policy ? m->policy->host.irq_housekeeping_cpus_per_node : 0,
+        };
+        int r;
+
+        p = calloc(1, sizeof *p);
+        if (!p)
+                return log_oom();
+        p->manager = m;
+        r = tune_placer_new(m->topology, &params, &p->placer);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up placement: %m");
+        for (unsigned i = 0; i < m->topology->n_nodes; i++) {
+                r = tune_cpuset_add(&p->all_nodes, (unsigned) m->topology->nodes[i].id);
+                if (r < 0)
+                        return log_oom();
+        }
+        *ret = TAKE_PTR(p);
+        return 0;
+}
+
+Placement *placement_free(Placement *p) {
+        if (!p)
+                return NULL;
+        tune_placer_free(p->placer);
+        tune_cpuset_done(&p->all_nodes);
+        free(p);
+        return NULL;
+}

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#pragma once
+
+/* The daemon's placement: the watcher's consumer. For each managed process it asks the
+ * placer (libtune/plan.c) for CPUs and a memory node, pins every thread by role, moves the
+ * memory after the rule's settle delay (rate-limited), verifies it from numa_maps, follows
+ * threads as they come, rename and go, and gives affinities back on stop. */
+
+#include "npu-tuned/plan.h"
+#include "watcher.h"
+
+struct Manager;
+typedef struct Placement Placement;
+
+int placement_new(struct Manager *m, Placement **ret);
+Placement *placement_free(Placement *p);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Placement *, placement_free);
+
+/* What the watcher calls; userdata is the Placement. */
+extern const watcher_ops placement_watcher_ops;
+
+/* The managed process's current placement (NULL when not placed), for --explain/D-Bus. */
+const tune_placement *placement_get(const Placement *p, const managed_process *mp);
+
+/* Key of a managed process: pid and start time together, so a reused pid is another key. */
+uint64_t placement_key(pid_t pid, uint64_t start_time);
