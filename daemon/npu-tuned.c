@@ -13,6 +13,7 @@
 #include "manager.h"
 #include "options.h"
 #include "print-topology.h"
+#include "explain.h"
 
 static void help(void) {
         printf("npu-tuned %s — tune a host for NPU/GPU inference serving\n\n"
@@ -179,6 +180,8 @@ int main(int argc, char *argv[]) {
         switch (o.mode) {
         case MODE_PRINT_TOPOLOGY:
                 return run_print_topology(&o);
+        case MODE_EXPLAIN:
+                return run_explain(&o);
         case MODE_RUN:
                 return run_daemon(&o);
         case MODE_RESTORE:
