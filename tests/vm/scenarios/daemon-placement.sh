@@ -1,0 +1,104 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# The daemon on a real 4-node kernel. npu-tuned runs with tests/vm/policies/edu-placement.json:
+# QEMU's edu device (1234:11e8) on the edu node is declared an accelerator kind, and
+# processes running threads-target are its workers (control: the main thread and "ctl-*",
+# one CPU; compute: "work-*", one CPU; memory to a node with 64 MiB free after a 2 s
+# settle delay, at 256 MiB/s). threads-target starts AFTER the daemon, with 256 MiB
+# touched on node 0 and one more compute thread born 1 s later.
+#
+# Asserted from kernel state, not from the daemon's report:
+#   - every thread's Cpus_allowed_list is the edu node's CPUs by role, the late one too;
+#   - >= 95 % of the process's pages are on the edu node per /proc/PID/numa_maps;
+#   - after SIGTERM every thread has its original affinity back (the rule restores).
+# shellcheck source-path=SCRIPTDIR source=../guest-lib.sh
+. /usr/lib/npu-vm/lib.sh
+
+for tool in npu-tuned threads-target; do
+	command -v "$tool" >/dev/null || vm_fail "$tool not in the guest (pass it with --file)"
+done
+[ "$VM_CPUS_PER_NODE" -ge 2 ] || vm_skip "needs 2 CPUs per node to split roles (got $VM_CPUS_PER_NODE)"
+set -- $VM_EDU
+[ $# -ge 1 ] || vm_skip "no edu device (--edu-node N)"
+edu_node=${1#*=}
+[ "$edu_node" != 0 ] || vm_skip "the edu device must not be on node 0 (memory starts there)"
+first=$((edu_node * VM_CPUS_PER_NODE))
+control_cpu=$first
+compute_cpu=$((first + 1))
+
+pct_on() { # NODE PID: % of the process's pages on NODE (numa_maps, all VMAs)
+	awk -v n="N$1=" '{ for (i = 1; i <= NF; i++) if ($i ~ /^N[0-9]+=/) {
+		split($i, kv, "="); sz = 4
+		for (j = 1; j <= NF; j++) if ($j ~ /^kernelpagesize_kB=/) { split($j, p, "="); sz = p[2] }
+		total += kv[2] * sz; if (index($i, n) == 1) on += kv[2] * sz } }
+		END { if (total == 0) print 0; else printf "%d\n", on * 100 / total }' "/proc/$2/numa_maps"
+}
+roles_placed() { # PID: every thread on its role's CPU?
+	for task in /proc/"$1"/task/*; do
+		comm=$(cat "$task/comm") || return 1
+		allowed=$(awk '/^Cpus_allowed_list:/ { print $2 }' "$task/status") || return 1
+		case $comm in
+		ctl-*) want=$control_cpu ;;
+		work-*) want=$compute_cpu ;;
+		*) [ "${task##*/}" = "$1" ] || return 1; want=$control_cpu ;;
+		esac
+		[ "$allowed" = "$want" ] || return 1
+	done
+}
+
+# --- the daemon -----------------------------------------------------------------------
+npu-tuned --check-policy /etc/npu-tuned/test-policies || vm_fail "the test policy does not validate"
+mkdir -p /run/npu-tuned
+npu-tuned --policy-dir /etc/npu-tuned/test-policies --state-dir /run/npu-tuned -v >/tmp/daemon.log 2>&1 &
+daemon=$!
+vm_wait_for 30 grep -q "Running:" /tmp/daemon.log || { cat /tmp/daemon.log; vm_fail "npu-tuned did not start"; }
+vm_log "npu-tuned running (pid $daemon)"
+
+# --- the worker -----------------------------------------------------------------------
+threads-target --control 2 --compute 2 --mib 256 --node 0 --late-ms 1000 --timeout 200 >/tmp/ready &
+target=$!
+vm_wait_for 20 grep -q '^ready' /tmp/ready || vm_fail "threads-target did not start"
+original=$(awk '/^Cpus_allowed_list:/ { print $2 }' /proc/self/status)
+vm_log "worker $target: $(pct_on 0 "$target")% of its pages on node 0 at start"
+
+sleep 2 # the late thread is born at 1 s
+vm_wait_for 20 roles_placed "$target" || true
+n=0
+for task in /proc/"$target"/task/*; do
+	comm=$(cat "$task/comm")
+	allowed=$(awk '/^Cpus_allowed_list:/ { print $2 }' "$task/status")
+	case $comm in
+	ctl-*) want=$control_cpu ;;
+	work-*) want=$compute_cpu ;;
+	*) want=$control_cpu ;;
+	esac
+	vm_expect_eq "thread ${task##*/} ($comm) Cpus_allowed_list" "$allowed" "$want"
+	n=$((n + 1))
+done
+vm_expect_eq "threads (main, ctl-0, ctl-1, work-0, work-1, work-late-0)" "$n" 6
+
+# --- memory: after the 2 s settle delay, 256 MiB at 256 MiB/s --------------------------
+mem_on_edu() { [ "$(pct_on "$edu_node" "$target")" -ge 95 ]; }
+vm_wait_for 40 mem_on_edu || true
+after=$(pct_on "$edu_node" "$target")
+if [ "$after" -ge 95 ]; then
+	vm_ok "${after}% of the pages on node $edu_node (>= 95%)"
+else
+	cat "/proc/$target/numa_maps"
+	vm_not_ok "pages on node $edu_node" "${after}% < 95%"
+fi
+
+# --- stop: originals back -------------------------------------------------------------
+kill -TERM "$daemon"
+vm_wait_for 20 sh -c "! kill -0 $daemon 2>/dev/null" || vm_not_ok "daemon stop" "still running 20 s after SIGTERM"
+wait "$daemon"
+vm_expect_eq "daemon exit status" "$?" 0
+for task in /proc/"$target"/task/*; do
+	vm_expect_eq "thread ${task##*/} ($(cat "$task/comm")) restored" \
+		"$(awk '/^Cpus_allowed_list:/ { print $2 }' "$task/status")" "$original"
+done
+echo "--- daemon log ---"
+cat /tmp/daemon.log
+kill "$target" 2>/dev/null
+vm_finish
