@@ -7,11 +7,13 @@
 
 #include "log.h"
 #include "manager.h"
+#include "npu-tuned/policy.h"
 
 Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
         tune_accels_done(&m->accels);
+        tune_policy_free(m->policy);
         tune_topology_free(m->topology);
         tune_ctx_free(m->ctx);
         sd_event_unref(m->event);
@@ -37,9 +39,10 @@ int manager_new(const daemon_options *o, Manager **ret) {
         r = tune_topology_load(m->ctx, &m->topology);
         if (r < 0)
                 return log_error_errno(r, "Failed to read CPU/NUMA topology below %s: %m", o->root);
-        r = tune_accels_discover(m->ctx, NULL, 0, &m->accels);
+        /* The policy, then the accelerators with the policy's kinds and NUMA overrides. */
+        r = manager_load_policy(m);
         if (r < 0)
-                return log_error_errno(r, "Failed to discover accelerators below %s: %m", o->root);
+                return r;
         *ret = TAKE_PTR(m);
         return 0;
 }

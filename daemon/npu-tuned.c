@@ -11,6 +11,7 @@
 #include "log.h"
 #include "manager.h"
 #include "options.h"
+#include "policy-cli.h"
 #include "print-topology.h"
 
 static void help(void) {
@@ -178,6 +179,10 @@ int main(int argc, char *argv[]) {
         switch (o.mode) {
         case MODE_PRINT_TOPOLOGY:
                 return run_print_topology(&o);
+        case MODE_CHECK_POLICY:
+                return run_check_policy(&o);
+        case MODE_PRINT_POLICY:
+                return run_print_policy(&o);
         case MODE_RUN:
                 return run_daemon(&o);
         default:
