@@ -50,6 +50,11 @@ int policy_scan_text(const char *text, size_t len, const char *file, tune_policy
 bool policy_locate(const char *text, size_t len, const char *key_path, int *ret_line, int *ret_column);
 void policy_offset_position(const char *text, size_t len, size_t offset, int *ret_line, int *ret_column);
 
+/* Several texts merged as files of those names would be (the fuzzer's way in to the
+ * merging code without files). */
+int policy_parse_texts(const char *const *names, const char *const *texts, const size_t *lens, unsigned n,
+                       const tune_policy_load_params *params, tune_policy **ret, tune_policy_errors *errors);
+
 /* Schema pass (policy-schema.c): JSON document -> policy. */
 typedef struct policy_schema_opts {
         const char *file;   /* names errors; NULL: the merged document (paths mapped later) */

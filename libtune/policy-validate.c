@@ -41,8 +41,12 @@ static int cmp_uid(const void *a, const void *b) {
 static bool same_uids(const tune_policy_rule *a, const tune_policy_rule *b) {
         uid_t x[64], y[64];
 
-        if (a->n_match_uids != b->n_match_uids || a->n_match_uids > 64)
-                return a->n_match_uids == b->n_match_uids && a->n_match_uids == 0;
+        if (a->n_match_uids != b->n_match_uids)
+                return false;
+        if (a->n_match_uids == 0)
+                return true;
+        if (a->n_match_uids > 64)
+                return false;
         memcpy(x, a->match_uids, a->n_match_uids * sizeof *x);
         memcpy(y, b->match_uids, b->n_match_uids * sizeof *y);
         qsort(x, a->n_match_uids, sizeof *x, cmp_uid);

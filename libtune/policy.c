@@ -20,6 +20,7 @@
 
 #define EMBEDDED_NAME "(embedded default policy)"
 #define FILES_MAX 1024
+#define PROBLEMS_MAX 100 /* more helps nobody, and each costs a scan of its file */
 
 /* --- errors ------------------------------------------------------------------------ */
 
@@ -29,15 +30,28 @@ int policy_error_add(tune_policy_errors *e, const char *file, const char *key_pa
         va_list ap;
         int r;
 
+        if (e->n > PROBLEMS_MAX)
+                return 0;
+        if (e->n == PROBLEMS_MAX) {
+                /* One last entry says so; it is an error, so a policy is never returned. */
+                file = NULL;
+                key_path = "";
+                line = column = 0;
+                warning = false;
+        }
         items = realloc(e->items, (e->n + 1) * sizeof *items);
         if (!items)
                 return -ENOMEM;
         e->items = items;
         x = &items[e->n];
         *x = (tune_policy_error){ .line = line, .column = column, .warning = warning };
-        va_start(ap, fmt);
-        r = vasprintf(&x->message, fmt, ap);
-        va_end(ap);
+        if (e->n == PROBLEMS_MAX)
+                r = asprintf(&x->message, "too many problems: only the first %d are shown", PROBLEMS_MAX);
+        else {
+                va_start(ap, fmt);
+                r = vasprintf(&x->message, fmt, ap);
+                va_end(ap);
+        }
         if (r < 0) {
                 x->message = NULL;
                 return -ENOMEM;
@@ -659,35 +673,50 @@ static int build(struct tune_policy_sources *sources_in, const tune_policy_load_
         return 0;
 }
 
-int tune_policy_parse_buffer(const char *json, size_t len, const char *filename, const tune_policy_load_params *params,
-                             tune_policy **ret, tune_policy_errors *errors) {
+int policy_parse_texts(const char *const *names, const char *const *texts, const size_t *lens, unsigned n,
+                       const tune_policy_load_params *params, tune_policy **ret, tune_policy_errors *errors) {
         struct tune_policy_sources *s;
-        char *text;
         int r;
 
-        if (!json || !ret || !errors)
+        if (!texts || !ret || !errors || n == 0)
                 return -EINVAL;
-        if (len > TUNE_POLICY_FILE_MAX) {
-                r = policy_error_add(errors, filename, "", 0, 0, false, "is %zu bytes; policy files are limited to 1 MiB", len);
-                return r < 0 ? r : -EINVAL;
-        }
         s = calloc(1, sizeof *s);
-        text = malloc(len + 1);
-        if (!s || !text) {
-                free(s);
-                free(text);
+        if (!s)
                 return -ENOMEM;
-        }
-        memcpy(text, json, len);
-        text[len] = 0;
-        r = sources_add(s, filename ? filename : "(policy)", text, len);
-        if (r < 0) {
-                if (s->n == 0)
+        for (unsigned i = 0; i < n; i++) {
+                const char *name = names && names[i] ? names[i] : "(policy)";
+                char *text;
+                if (lens[i] > TUNE_POLICY_FILE_MAX) {
+                        r = policy_error_add(errors, name, "", 0, 0, false, "is %zu bytes; policy files are limited to 1 MiB",
+                                             lens[i]);
+                        policy_sources_free(s);
+                        return r < 0 ? r : -EINVAL;
+                }
+                text = malloc(lens[i] + 1);
+                if (!text) {
+                        policy_sources_free(s);
+                        return -ENOMEM;
+                }
+                memcpy(text, texts[i], lens[i]);
+                text[lens[i]] = 0;
+                r = sources_add(s, name, text, lens[i]);
+                if (r < 0) {
                         free(text);
-                policy_sources_free(s);
-                return r;
+                        policy_sources_free(s);
+                        return r;
+                }
         }
         return build(s, params, ret, errors);
+}
+
+int tune_policy_parse_buffer(const char *json, size_t len, const char *filename, const tune_policy_load_params *params,
+                             tune_policy **ret, tune_policy_errors *errors) {
+        const char *names[] = { filename }, *texts[] = { json };
+        const size_t lens[] = { len };
+
+        if (!json)
+                return -EINVAL;
+        return policy_parse_texts(names, texts, lens, 1, params, ret, errors);
 }
 
 int tune_policy_parse_string(const char *json, const char *filename, tune_policy **ret, tune_policy_errors *errors) {
@@ -900,7 +929,10 @@ int tune_policy_load(const tune_policy_load_params *params, tune_policy **ret, t
 
         for (unsigned i = 0; r >= 0 && i < n_dirs; i++) {
                 struct stat st;
-                if (stat(dirs[i], &st) == 0 && !S_ISDIR(st.st_mode)) {
+                if (stat(dirs[i], &st) < 0 && params->dirs) {
+                        r = errno;
+                        r = policy_error_add(errors, dirs[i], "", 0, 0, false, "cannot open: %s", strerror(r));
+                } else if (params->dirs && !S_ISDIR(st.st_mode)) {
                         /* A single file (--check-policy FILE). */
                         const char *base = strrchr(dirs[i], '/');
                         r = entries_add(&list, &n, base ? base + 1 : dirs[i], dirs[i]);

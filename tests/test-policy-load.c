@@ -180,7 +180,7 @@ static void test_missing(void **state) {
         const char *dirs2[] = { missing };
         assert_int_equal(load_dirs(dirs2, 1, false, false, &p, &problems), -EINVAL);
         char *expected;
-        assert_true(asprintf(&expected, "%s: cannot read directory: No such file or directory", missing) > 0);
+        assert_true(asprintf(&expected, "%s: cannot open: No such file or directory", missing) > 0);
         assert_string_equal(problems, expected);
         free(expected);
         free(problems);

@@ -534,6 +534,28 @@ static void test_nul_in_string(void **state) {
                         "t.json: processes[0].name: contains a NUL character (\\u0000) (line 1, column 34)");
 }
 
+static void test_too_many(void **state) {
+        char *json = malloc(200 * 16 + 64), *got;
+        size_t n;
+        (void) state;
+
+        /* 150 unknown keys: the first 100 and a last line saying so. */
+        n = (size_t) sprintf(json, "{ \"version\": 1");
+        for (unsigned i = 0; i < 150; i++)
+                n += (size_t) sprintf(json + n, ", \"k%u\": 0", i);
+        strcpy(json + n, " }");
+        got = problems(json);
+        unsigned lines = 1;
+        for (char *c = got; *c; c++)
+                lines += *c == '\n';
+        assert_int_equal(lines, 101);
+        assert_non_null(strstr(got, "t.json: k99: unknown key"));
+        assert_null(strstr(got, "k100"));
+        assert_non_null(strstr(got, "\nt.json: too many problems: only the first 100 are shown"));
+        free(got);
+        free(json);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_minimal_and_defaults),
@@ -548,6 +570,7 @@ int main(void) {
                 cmocka_unit_test(test_conflicts),
                 cmocka_unit_test(test_users),
                 cmocka_unit_test(test_nul_in_string),
+                cmocka_unit_test(test_too_many),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
