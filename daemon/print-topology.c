@@ -35,6 +35,8 @@ static json_object *topology_to_json(const tune_topology *t, const tune_accels *
                 } else
                         d = NULL;
                 json_object_object_add(jn, "distances", d);
+                if (n->accelerator_memory)
+                        json_object_object_add(jn, "accelerator_memory", json_object_new_boolean(true));
                 json_object_array_add(nodes, jn);
         }
         for (unsigned i = 0; i < a->n; i++) {
@@ -83,6 +85,11 @@ static void print_table(const tune_topology *t, const tune_accels *a) {
                 printf("\n");
         }
         printf("\n");
+        if (t->nodes_overlap)
+                printf("Warning: the firmware lists some CPUs in more than one node; the node split is not trusted.\n\n");
+        for (unsigned i = 0; i < t->n_nodes; i++)
+                if (t->nodes[i].accelerator_memory)
+                        printf("Node %d is an accelerator's own memory, never used for host memory.\n", t->nodes[i].id);
         if (a->n == 0) {
                 printf("No accelerators found.\n");
                 return;

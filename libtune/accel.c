@@ -239,6 +239,23 @@ static int push(tune_accels *list, unsigned *cap, tune_accel *a) {
         return 0;
 }
 
+/* An accelerator from a PCI function's locality; takes over l's CPU set. */
+static tune_accel accel_from_locality(const char *kind, tune_pci_locality *l) {
+        tune_accel a = {
+                .index = -1,
+                .index_source = TUNE_INDEX_PCI_ORDER,
+                .vendor = l->vendor,
+                .device = l->device,
+                .class_ = l->class_,
+                .numa_node = l->numa_node,
+                .local_cpus = l->local_cpus,
+        };
+        snprintf(a.kind, sizeof a.kind, "%s", kind);
+        memcpy(a.pci, l->pci, sizeof a.pci);
+        l->local_cpus = (tune_cpuset){};
+        return a;
+}
+
 static bool have_pci(const tune_accels *list, const char *pci) {
         for (unsigned i = 0; i < list->n; i++)
                 if (streq(list->items[i].pci, pci))
@@ -274,15 +291,9 @@ static int discover_accel_class(const tune_ctx *ctx, tune_accels *list, unsigned
                         tune_pci_locality_done(&l);
                         continue;
                 }
-                snprintf(a.kind, sizeof a.kind, "accel");
+                a = accel_from_locality("accel", &l);
                 a.index = (int) n;
                 a.index_source = TUNE_INDEX_ACCEL_CLASS;
-                memcpy(a.pci, l.pci, sizeof a.pci);
-                a.vendor = l.vendor;
-                a.device = l.device;
-                a.class_ = l.class_;
-                a.numa_node = l.numa_node;
-                a.local_cpus = l.local_cpus;
                 snprintf(a.dev_path, sizeof a.dev_path, "/dev/accel/accel%ld", n);
                 r = push(list, cap, &a);
                 if (r < 0) {
@@ -311,7 +322,7 @@ int tune_accels_discover(const tune_ctx *ctx, const tune_accel_kind *extra, unsi
                 const tune_accel_kind *x;
                 tune_pci_locality l;
                 const char *kind;
-                tune_accel a = {};
+                tune_accel a;
 
                 if (de->d_name[0] == '.' || tune_pci_read_locality(ctx, de->d_name, &l) < 0)
                         continue;
@@ -320,15 +331,7 @@ int tune_accels_discover(const tune_ctx *ctx, const tune_accel_kind *extra, unsi
                         tune_pci_locality_done(&l);
                         continue;
                 }
-                snprintf(a.kind, sizeof a.kind, "%s", kind);
-                memcpy(a.pci, l.pci, sizeof a.pci);
-                a.vendor = l.vendor;
-                a.device = l.device;
-                a.class_ = l.class_;
-                a.numa_node = l.numa_node;
-                a.local_cpus = l.local_cpus;
-                a.index = -1;
-                a.index_source = TUNE_INDEX_PCI_ORDER;
+                a = accel_from_locality(kind, &l);
                 if (x)
                         ; /* PCI order */
                 else if (streq(kind, "ascend") && read_ascend_dev_id(ctx, a.pci, &a.index) >= 0)
@@ -352,7 +355,8 @@ int tune_accels_discover(const tune_ctx *ctx, const tune_accel_kind *extra, unsi
 
         /* Devices without a driver-given index are numbered in PCI address order within
          * their kind, after the highest driver-given index of that kind. */
-        qsort(list.items, list.n, sizeof(tune_accel), cmp_pci);
+        if (list.n > 1)
+                qsort(list.items, list.n, sizeof(tune_accel), cmp_pci);
         for (unsigned i = 0; i < list.n;) {
                 unsigned j = i;
                 int next = 0;
@@ -381,7 +385,8 @@ int tune_accels_discover(const tune_ctx *ctx, const tune_accel_kind *extra, unsi
                 else if (streq(a->kind, "amd") && a->index_source == TUNE_INDEX_DRM_RENDER)
                         snprintf(a->dev_path, sizeof a->dev_path, "/dev/dri/renderD%d", a->index + 128);
         }
-        qsort(list.items, list.n, sizeof(tune_accel), cmp_accel);
+        if (list.n > 1)
+                qsort(list.items, list.n, sizeof(tune_accel), cmp_accel);
         *ret = list;
         return 0;
 }

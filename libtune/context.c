@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/syscall.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,9 +74,23 @@ static const char *relative(const char *path) {
 }
 
 int tune_open(const tune_ctx *ctx, const char *path, int flags, mode_t mode) {
-        /* Absolute symlinks inside a fake tree would escape to the host; sysfs uses
-         * relative links, and real captures do too. */
-        int fd = openat(ctx->root_fd, relative(path), flags | O_CLOEXEC, mode);
+        int fd;
+
+        /* Below a test root, resolve ".." and absolute symlinks inside the root, as if it
+         * were "/" (openat2 RESOLVE_IN_ROOT, Linux 5.6+): a capture or fake tree can never
+         * make the daemon touch the host's files. The live root needs no such care (and
+         * RESOLVE_IN_ROOT would refuse procfs magic links). */
+        if (!ctx->live) {
+                struct open_how how = {
+                        .flags = (uint64_t) (flags | O_CLOEXEC),
+                        .mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
+                        .resolve = RESOLVE_IN_ROOT,
+                };
+                fd = (int) syscall(SYS_openat2, ctx->root_fd, relative(path), &how, sizeof how);
+                if (fd >= 0 || errno != ENOSYS)
+                        return fd < 0 ? negative_errno() : fd;
+        }
+        fd = openat(ctx->root_fd, relative(path), flags | O_CLOEXEC, mode);
         return fd < 0 ? negative_errno() : fd;
 }
 
@@ -94,7 +111,11 @@ int tune_opendir(const tune_ctx *ctx, const char *path, DIR **ret) {
 }
 
 bool tune_exists(const tune_ctx *ctx, const char *path) {
-        return faccessat(ctx->root_fd, relative(path), F_OK, 0) == 0;
+        int fd = tune_open(ctx, path, O_PATH, 0);
+        if (fd < 0)
+                return false;
+        close(fd);
+        return true;
 }
 
 int tune_read_file(const tune_ctx *ctx, const char *path, size_t max, char **ret, size_t *ret_len) {
@@ -203,9 +224,26 @@ int tune_write_string(const tune_ctx *ctx, const char *path, const char *value) 
 }
 
 int tune_readlink(const tune_ctx *ctx, const char *path, char **ret) {
+        _cleanup_close_ int dirfd = -EBADF;
+        _cleanup_free_ char *dir = NULL;
         char buf[PATH_MAX];
-        ssize_t n = readlinkat(ctx->root_fd, relative(path), buf, sizeof buf - 1);
+        const char *base;
+        ssize_t n;
 
+        /* Resolve the directory part through the resolver; read the last component's link. */
+        dir = strdup(relative(path));
+        if (!dir)
+                return -ENOMEM;
+        char *slash = strrchr(dir, '/');
+        if (slash) {
+                *slash = 0;
+                base = slash + 1;
+                dirfd = tune_open(ctx, dir, O_PATH | O_DIRECTORY, 0);
+                if (dirfd < 0)
+                        return dirfd;
+        } else
+                base = dir;
+        n = readlinkat(slash ? dirfd : ctx->root_fd, base, buf, sizeof buf - 1);
         if (n < 0)
                 return negative_errno();
         buf[n] = 0;

@@ -335,6 +335,36 @@ static int compute_usable(const tune_ctx *ctx, tune_topology *t) {
         return 0;
 }
 
+/* NVIDIA's driver says which node holds a GPU's own memory ("Node: 255"). */
+static int mark_accelerator_memory(const tune_ctx *ctx, tune_topology *t) {
+        _cleanup_closedir_ DIR *d = NULL;
+        struct dirent *de;
+
+        if (tune_opendir(ctx, "/proc/driver/nvidia/gpus", &d) < 0)
+                return 0;
+        while ((de = readdir(d))) {
+                _cleanup_free_ char *text = NULL;
+                char path[128], buf[16];
+                const char *v;
+                size_t len;
+                long node;
+
+                if (de->d_name[0] == '.' ||
+                    tune_path(path, sizeof path, "/proc/driver/nvidia/gpus/%s/numa_status", de->d_name) < 0 ||
+                    tune_read_file(ctx, path, 16 * 1024, &text, NULL) < 0 ||
+                    tune_find_key(text, "Node", &v, &len) < 0 || len == 0 || len >= sizeof buf)
+                        continue;
+                memcpy(buf, v, len);
+                buf[len] = 0;
+                if (tune_parse_int(buf, 0, TUNE_CPU_MAX - 1, &node) < 0)
+                        continue;
+                for (unsigned i = 0; i < t->n_nodes; i++)
+                        if (t->nodes[i].id == node && tune_cpuset_is_empty(&t->nodes[i].cpus))
+                                t->nodes[i].accelerator_memory = true;
+        }
+        return 0;
+}
+
 int tune_topology_load(const tune_ctx *ctx, tune_topology **ret) {
         _cleanup_(tune_topology_freep) tune_topology *t = NULL;
         int r;
@@ -354,6 +384,13 @@ int tune_topology_load(const tune_ctx *ctx, tune_topology **ret) {
                         if (cpu && cpu->node < 0)
                                 cpu->node = t->nodes[i].id;
                 }
+        r = mark_accelerator_memory(ctx, t);
+        if (r < 0)
+                return r;
+        for (unsigned i = 0; i < t->n_nodes; i++)
+                for (unsigned k = i + 1; k < t->n_nodes; k++)
+                        if (tune_cpuset_overlaps(&t->nodes[i].cpus, &t->nodes[k].cpus))
+                                t->nodes_overlap = true;
         r = compute_usable(ctx, t);
         if (r < 0)
                 return r;

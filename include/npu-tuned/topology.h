@@ -15,6 +15,10 @@ typedef struct tune_node {
         uint64_t mem_total_kib; /* 0 for a memory-less node */
         uint64_t mem_free_kib;
         int *distances;         /* n_nodes entries, in the order of tune_topology.nodes; NULL if unknown */
+        /* The memory of an accelerator exposed as a CPU-less node (NVIDIA GPUs on POWER9
+         * and Grace, per /proc/driver/nvidia/gpus/BDF/numa_status). Never a target for a
+         * process's host memory. */
+        bool accelerator_memory;
 } tune_node;
 
 typedef struct tune_cpu {
@@ -35,6 +39,9 @@ typedef struct tune_topology {
          * (from proc/self/status below the root). */
         tune_cpuset usable;
         bool numa_from_sysfs; /* false: kernel without NUMA sysfs, one synthetic node 0 */
+        /* Firmware nonsense: some CPU is listed in two nodes. Placement must not trust the
+         * node split then (hwloc discards such NUMA information too). */
+        bool nodes_overlap;
 } tune_topology;
 
 int tune_topology_load(const tune_ctx *ctx, tune_topology **ret);

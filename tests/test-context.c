@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The root resolver and its bounded readers, on a small tree made here: missing files,
+ * empty files, oversize files, NUL bytes, and symlinks that try to leave the root. */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "npu-tuned/context.h"
+#include "npu-tuned/topology.h"
+
+static char root[] = "/tmp/npu-tuned-ctx-XXXXXX";
+
+static void put(const char *rel, const char *data, size_t len) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", root, rel);
+        char *slash = strrchr(path, '/');
+        *slash = 0;
+        char cmd[600];
+        snprintf(cmd, sizeof cmd, "mkdir -p '%s'", path);
+        assert_int_equal(system(cmd), 0);
+        *slash = '/';
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, data, len), (ssize_t) len);
+        close(fd);
+}
+
+static int setup(void **state) {
+        (void) state;
+        if (!mkdtemp(root))
+                return -1;
+        put("sys/a", "hello\n", 6);
+        put("sys/empty", "", 0);
+        put("sys/padded", "0-7\n\0\0\0", 7);
+        put("sys/hidden", "0-7\0rm -rf", 10);
+        put("sys/int", " 42\n", 4);
+        put("sys/notint", "42x\n", 4);
+        char *big = malloc(TUNE_READ_MAX + 10);
+        memset(big, 'x', TUNE_READ_MAX + 10);
+        put("sys/big", big, TUNE_READ_MAX + 10);
+        free(big);
+        char link[512];
+        snprintf(link, sizeof link, "%s/sys/escape", root);
+        assert_int_equal(symlink("/etc/hostname", link), 0);
+        snprintf(link, sizeof link, "%s/sys/inside", root);
+        assert_int_equal(symlink("/sys/a", link), 0);
+        return 0;
+}
+
+static int teardown(void **state) {
+        char cmd[600];
+        (void) state;
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+        return system(cmd) == 0 ? 0 : -1;
+}
+
+static void test_reads(void **state) {
+        _cleanup_(tune_ctx_freep) tune_ctx *ctx = NULL;
+        char *s;
+        long v;
+        (void) state;
+
+        assert_int_equal(tune_ctx_new(root, &ctx), 0);
+        assert_false(tune_ctx_is_live(ctx));
+        assert_int_equal(tune_read_string(ctx, "/sys/a", &s), 0);
+        assert_string_equal(s, "hello");
+        free(s);
+        assert_int_equal(tune_read_string(ctx, "/sys/empty", &s), 0);
+        assert_string_equal(s, "");
+        free(s);
+        assert_int_equal(tune_read_string(ctx, "/sys/padded", &s), 0);
+        assert_string_equal(s, "0-7");
+        free(s);
+        assert_int_equal(tune_read_string(ctx, "/sys/hidden", &s), -EBADMSG);
+        assert_int_equal(tune_read_string(ctx, "/sys/missing", &s), -ENOENT);
+        assert_int_equal(tune_read_string(ctx, "/sys/big", &s), -EFBIG);
+        assert_int_equal(tune_read_int(ctx, "/sys/int", &v), 0);
+        assert_int_equal(v, 42);
+        assert_int_equal(tune_read_int(ctx, "/sys/notint", &v), -EINVAL);
+        assert_int_equal(tune_read_int(ctx, "/sys/empty", &v), -EINVAL);
+        /* Paths with or without the leading slash mean the same file below the root. */
+        assert_int_equal(tune_read_string(ctx, "sys/a", &s), 0);
+        free(s);
+}
+
+static void test_stays_inside_root(void **state) {
+        _cleanup_(tune_ctx_freep) tune_ctx *ctx = NULL;
+        char *s;
+        (void) state;
+
+        assert_int_equal(tune_ctx_new(root, &ctx), 0);
+        /* An absolute link resolves below the root ("/etc/hostname" is not in the tree). */
+        assert_int_equal(tune_read_string(ctx, "/sys/escape", &s), -ENOENT);
+        assert_false(tune_exists(ctx, "/sys/escape"));
+        assert_int_equal(tune_read_string(ctx, "/sys/inside", &s), 0);
+        assert_string_equal(s, "hello");
+        free(s);
+        /* ".." cannot climb out of the root either. */
+        assert_int_equal(tune_read_string(ctx, "/../../../../etc/hostname", &s), -ENOENT);
+        assert_int_equal(tune_readlink(ctx, "/sys/escape", &s), 0);
+        assert_string_equal(s, "/etc/hostname");
+        free(s);
+}
+
+static void test_writes(void **state) {
+        _cleanup_(tune_ctx_freep) tune_ctx *ctx = NULL;
+        char *s;
+        (void) state;
+
+        assert_int_equal(tune_ctx_new(root, &ctx), 0);
+        assert_int_equal(tune_write_string(ctx, "/sys/a", "bye"), 0);
+        assert_int_equal(tune_read_string(ctx, "/sys/a", &s), 0);
+        assert_string_equal(s, "bye");
+        free(s);
+        /* Writing never creates files: a missing knob is a missing kernel feature. */
+        assert_int_equal(tune_write_string(ctx, "/sys/newfile", "x"), -ENOENT);
+}
+
+static void test_not_sysfs(void **state) {
+        _cleanup_(tune_ctx_freep) tune_ctx *ctx = NULL;
+        tune_topology *t = NULL;
+        (void) state;
+
+        assert_int_equal(tune_ctx_new("/nonexistent-npu-tuned-root", &ctx), -ENOENT);
+        assert_int_equal(tune_ctx_new(root, &ctx), 0);
+        assert_int_equal(tune_topology_load(ctx, &t), -ENOENT);
+        assert_null(t);
+}
+
+static void test_live(void **state) {
+        _cleanup_(tune_ctx_freep) tune_ctx *ctx = NULL;
+        _cleanup_(tune_topology_freep) tune_topology *t = NULL;
+        (void) state;
+
+        /* The live system: this machine's own sysfs must always parse. */
+        assert_int_equal(tune_ctx_new("/", &ctx), 0);
+        assert_true(tune_ctx_is_live(ctx));
+        assert_int_equal(tune_topology_load(ctx, &t), 0);
+        assert_true(t->n_nodes >= 1);
+        assert_int_equal(tune_cpuset_count(&t->online), (unsigned) sysconf(_SC_NPROCESSORS_ONLN));
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_reads),
+                cmocka_unit_test(test_stays_inside_root),
+                cmocka_unit_test(test_writes),
+                cmocka_unit_test(test_not_sysfs),
+                cmocka_unit_test(test_live),
+        };
+        return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,45 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
+# Install what npu-tuned needs on Debian 12: to build and run it (no argument), or also
+# everything the test suite uses (--test: cmocka, hwloc's lstopo, dbus, QEMU for the
+# multi-NUMA guest tests, clang for the fuzzer). Idempotent; uses sudo when not root.
+set -eu
+
+build="meson ninja-build pkg-config gcc libsystemd-dev libnuma-dev libhwloc-dev libcpupower-dev libjson-c-dev"
+test="libcmocka-dev hwloc dbus clang python3 bzip2 tar util-linux procps qemu-system-x86 busybox-static cpio xz-utils"
+
+pkgs=$build
+case "${1:-}" in
+--test) pkgs="$build $test" ;;
+"") ;;
+*) echo "usage: $0 [--test]" >&2; exit 2 ;;
+esac
+
+fetch_vm_kernel() {
+        # The multi-NUMA tests boot a real Debian kernel under QEMU: fetch it once.
+        [ "$pkgs" = "$build" ] && return 0
+        "$(dirname "$0")/../tests/vm/setup.sh"
+}
+
+missing=""
+for p in $pkgs; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
+done
+if [ -z "$missing" ]; then
+        fetch_vm_kernel
+        exit 0
+fi
+
+if [ "$(id -u)" -eq 0 ]; then
+        as_root=""
+elif command -v sudo >/dev/null 2>&1; then
+        as_root="sudo"
+else
+        echo "$0: need root (or sudo) to install:$missing" >&2
+        exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+$as_root apt-get update -q
+# shellcheck disable=SC2086
+$as_root apt-get install -y -q --no-install-recommends $missing
+fetch_vm_kernel
