@@ -943,7 +943,8 @@ int tune_policy_load(const tune_policy_load_params *params, tune_policy **ret, t
         }
         if (r < 0)
                 goto out;
-        qsort(list, n, sizeof *list, cmp_entry);
+        if (n > 1)
+                qsort(list, n, sizeof *list, cmp_entry);
 
         s = calloc(1, sizeof *s);
         if (!s) {
