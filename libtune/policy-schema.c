@@ -483,22 +483,36 @@ static const char *glob_problem(const char *g, size_t *ret_min) {
 }
 
 /* An upper bound of the states glibc's regcomp() builds (it copies a repeated group once
- * per repetition): "(a{1,100}){1,100}" is 10000. Returns NULL or the problem. */
+ * per repetition): "(a{1,100}){1,100}" is 10000. Also refuses what makes regcomp() take
+ * exponential time whatever the size (found by fuzzing): repetition operators in a row
+ * ("a++", undefined in POSIX anyway) and anchors inside a repeated group ("( |$)+").
+ * Returns NULL or the problem. */
 static const char *regex_problem(const char *re, unsigned long *ret_cost) {
         enum { DEPTH = 32 };
         unsigned long sum[DEPTH + 1], last[DEPTH + 1];
+        bool anchor[DEPTH + 1], last_anchor[DEPTH + 1];
         unsigned depth = 0;
+        bool after_repeat = false;
         const unsigned long cap = 1UL << 40;
 
         sum[0] = last[0] = 0;
+        anchor[0] = last_anchor[0] = false;
         for (size_t i = 0; re[i]; i++) {
                 unsigned long atom = 0, factor = 0;
+                bool is_anchor = false;
                 switch (re[i]) {
                 case '\\':
                         if (!re[i + 1])
                                 return "ends in a lone backslash";
                         i++;
                         atom = 1;
+                        /* GNU extensions: word boundaries are anchors too */
+                        is_anchor = strchr("bB<>`'", re[i]) != NULL;
+                        break;
+                case '^':
+                case '$':
+                        atom = 1;
+                        is_anchor = true;
                         break;
                 case '[': {
                         size_t j = i + 1;
@@ -527,11 +541,14 @@ static const char *regex_problem(const char *re, unsigned long *ret_cost) {
                                 return "nests groups deeper than 32";
                         depth++;
                         sum[depth] = last[depth] = 0;
+                        anchor[depth] = last_anchor[depth] = false;
+                        after_repeat = false;
                         continue;
                 case ')':
                         if (depth == 0)
                                 return "has a ')' without '('";
                         atom = sum[depth] ? sum[depth] : 1;
+                        is_anchor = anchor[depth];
                         depth--;
                         break;
                 case '*':
@@ -564,13 +581,22 @@ static const char *regex_problem(const char *re, unsigned long *ret_cost) {
                         atom = 1;
                 }
                 if (factor) {
+                        if (after_repeat)
+                                return "!has two repetition operators in a row (like \"a+*\"; undefined in POSIX)";
+                        if (last_anchor[depth])
+                                return "!repeats an anchor (^, $ or \\b) or a group with one (regcomp() can take minutes "
+                                       "over that); match it once instead";
                         unsigned long l = last[depth] ? last[depth] : 1;
                         sum[depth] -= last[depth] <= sum[depth] ? last[depth] : sum[depth];
                         last[depth] = l * factor > cap ? cap : l * factor;
                         sum[depth] = sum[depth] + last[depth] > cap ? cap : sum[depth] + last[depth];
+                        after_repeat = true;
                 } else {
                         last[depth] = atom;
+                        last_anchor[depth] = is_anchor;
+                        anchor[depth] = anchor[depth] || is_anchor;
                         sum[depth] = sum[depth] + atom > cap ? cap : sum[depth] + atom;
+                        after_repeat = false;
                 }
         }
         if (depth > 0)
@@ -585,6 +611,10 @@ static bool compile_regex(sctx *c, const char *src, int flags, regex_t *ret) {
         const char *why = regex_problem(src, &cost);
         int r;
 
+        if (why && why[0] == '!') {
+                err(c, "regular expression refused: it %s", why + 1);
+                return false;
+        }
         if (why) {
                 err(c, "not a valid POSIX extended regular expression: it %s", why);
                 return false;

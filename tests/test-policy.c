@@ -412,6 +412,14 @@ static void test_patterns(void **state) {
         assert_problems("{ \"version\": 1, \"processes\": [ { \"name\": \"w\", \"match\": { \"cmdline\": \"((a{1,100}){1,100}){1,100}\" } } ] }",
                         "t.json: processes[0].match.cmdline: regular expression too complex (expands to about 1030301 "
                         "states; the limit is 10000) (line 1, column 58)");
+        /* Found by fuzzing: both make glibc's regcomp() take minutes. */
+        assert_problems("{ \"version\": 1, \"processes\": [ { \"name\": \"w\", \"match\": { \"cmdline\": \"x( |$)+\" } } ] }",
+                        "t.json: processes[0].match.cmdline: regular expression refused: it repeats an anchor (^, $ or "
+                        "\\b) or a group with one (regcomp() can take minutes over that); match it once instead (line 1, "
+                        "column 58)");
+        assert_problems("{ \"version\": 1, \"processes\": [ { \"name\": \"w\", \"match\": { \"cmdline\": \"(a|b)++\" } } ] }",
+                        "t.json: processes[0].match.cmdline: regular expression refused: it has two repetition operators "
+                        "in a row (like \"a+*\"; undefined in POSIX) (line 1, column 58)");
         assert_problems("{ \"version\": 1, \"processes\": [ { \"name\": \"w\", \"match\": { \"cmdline\": \"a{1000}\" } } ] }",
                         "t.json: processes[0].match.cmdline: not a valid POSIX extended regular expression: it repeats "
                         "more than 255 times (line 1, column 58)");

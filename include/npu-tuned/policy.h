@@ -74,6 +74,10 @@ typedef struct tune_policy_node_override {
         unsigned merged_index;   /* position in the merged document (error attribution) */
 } tune_policy_node_override;
 
+/* Which accelerators a matched process uses (and so which NUMA node it belongs on). With a
+ * rank, it uses list[rank % length] of the list below (the visible-devices list, or the
+ * rule's own list); without one, all of the list. When AUTO finds nothing, the process is
+ * unattributed (see tune_unattributed). */
 typedef enum tune_accel_mode {
         TUNE_ACCEL_AUTO,     /* from environment at exec, then open device files */
         TUNE_ACCEL_EXPLICIT, /* the rule's list */
@@ -85,6 +89,9 @@ typedef struct tune_accel_ref {
         int index;
 } tune_accel_ref;
 
+/* The rank of a process among the users of its accelerator list. A regex that does not
+ * match, or an env variable that is absent or not a decimal number: rank unknown (use the
+ * whole list). */
 typedef enum tune_rank_source {
         TUNE_RANK_NONE,
         TUNE_RANK_CMDLINE, /* first capture group of rank_regex over the NUL-joined (space) cmdline */
@@ -139,17 +146,23 @@ typedef struct tune_policy_rule {
         tune_policy_role control;
         tune_policy_role compute;
 
+        /* The pool of a process is the CPUs of its accelerator's node, or, when that node
+         * has less than memory_min_free_kib free, of the nearest node (by distance) that
+         * has it (where its memory goes too); minus housekeeping CPUs. control.cpus and
+         * compute.cpus are carved from it. */
         bool memory_migrate;
         unsigned memory_settle_delay_ms; /* default 30000 */
-        uint64_t memory_min_free_kib;    /* a node takes the memory only with this much free */
+        uint64_t memory_min_free_kib;    /* a node takes the memory only with this much free;
+                                          * 0: the accelerator's node always does */
         unsigned memory_rate_mib_s;      /* migration rate limit; 0 = unlimited */
 
         bool restore_on_stop;            /* give threads their original affinity back */
         bool reassert_affinity;          /* false: respect a process that re-binds itself */
 
         tune_unattributed unattributed;
-        tune_cpuset unattributed_cpus;
-        tune_cpuset unattributed_nodes;
+        tune_cpuset unattributed_cpus;  /* the pool when set; no two rules overlap */
+        tune_cpuset unattributed_nodes; /* memory goes there; the pool is their CPUs
+                                         * when unattributed_cpus is empty */
 } tune_policy_rule;
 
 struct tune_policy_sources;
