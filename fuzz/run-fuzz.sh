@@ -15,6 +15,13 @@ esac
 src=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$src/build-fuzz}
 
+# clang links libFuzzer and the sanitizers from compiler-rt, which Debian only recommends.
+if ! printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }\n' |
+        clang -fsanitize=fuzzer,address,undefined -x c - -o /dev/null 2>/dev/null; then
+        echo "$0: clang cannot link -fsanitize=fuzzer,address,undefined: install clang's compiler-rt" \
+                "(Debian: apt-get install clang libclang-rt-dev)" >&2
+        exit 1
+fi
 if [ ! -f "$build/build.ninja" ]; then
         CC=clang meson setup "$build" "$src" -Dfuzzing=true -Db_sanitize=address,undefined -Db_lundef=false \
                 -Dtests=disabled -Dc_args=-fno-sanitize-recover=all >/dev/null

@@ -127,7 +127,8 @@ typedef struct tune_policy_rule {
         char *match_comm;    /* fnmatch glob on comm */
         char *match_exe;     /* fnmatch glob on the realpath of /proc/PID/exe */
         char *match_cmdline_src;
-        regex_t match_cmdline; /* POSIX ERE over cmdline with NULs turned into spaces */
+        regex_t match_cmdline; /* POSIX ERE over cmdline with NULs turned into spaces;
+                                * compiled REG_EXTENDED | REG_NOSUB */
         bool has_match_cmdline;
         uid_t *match_uids;   /* any of these real uids; names resolved at load */
         unsigned n_match_uids;
@@ -140,7 +141,7 @@ typedef struct tune_policy_rule {
         unsigned n_accels;
         tune_rank_source rank_source;
         char *rank_regex_src;
-        regex_t rank_regex;
+        regex_t rank_regex;  /* REG_EXTENDED, re_nsub >= 1; compiled when rank_regex_src */
         char *rank_env;
 
         tune_policy_role control;
