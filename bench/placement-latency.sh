@@ -12,6 +12,7 @@ mkdir -m 0755 "$tmp/policies" && mkdir -m 0700 "$tmp/state"
 cat >"$tmp/policies/bench.json" <<'JSON'
 {
   "version": 1,
+  "host": { "irq": { "housekeeping_cpus_per_node": 0, "steer_accelerator_irqs": false } },
   "processes": [{
     "name": "latency-child",
     "match": { "exe": "*/placement-latency", "cmdline": " --child ", "user": "root" },
@@ -19,7 +20,7 @@ cat >"$tmp/policies/bench.json" <<'JSON'
     "unattributed": { "action": "place", "nodes": "0" },
     "threads": {
       "control": { "main_thread": true, "cpus": 1 },
-      "compute": { "names": [ "work-*" ], "cpus": 1 }
+      "compute": { "cpus": 1 }
     },
     "memory": { "migrate": false },
     "restore_on_stop": false

@@ -12,7 +12,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#include <json-c/json.h>
 #include <systemd/sd-daemon.h>
 
 #include "npu-tuned/journal.h"
@@ -25,8 +24,6 @@
 
 struct Knobs {
         Manager *m;
-        tune_policy_host json_host; /* TEMPORARY: from knobs_host_from_json() */
-        bool have_json_host;
         const tune_policy_host *host;
         unsigned interval_ms;
         tune_cpuset housekeeping;
@@ -42,146 +39,6 @@ struct Knobs {
 };
 
 /* ---- TEMPORARY host settings reader (replace with the policy parser) ----------------- */
-
-void knobs_host_done(tune_policy_host *h) {
-        free(h->governor);
-        free(h->thp_enabled);
-        free(h->thp_defrag);
-        free(h->aspm_policy);
-        *h = (tune_policy_host){};
-}
-
-static int json_string_field(json_object *o, const char *key, char **field) {
-        json_object *v;
-        if (!json_object_object_get_ex(o, key, &v))
-                return 0;
-        if (json_object_is_type(v, json_type_null)) {
-                free(*field);
-                *field = NULL;
-                return 0;
-        }
-        if (!json_object_is_type(v, json_type_string))
-                return -EINVAL;
-        char *s = strdup(json_object_get_string(v));
-        if (!s)
-                return -ENOMEM;
-        free(*field);
-        *field = s;
-        return 0;
-}
-
-static int json_int_field(json_object *o, const char *key, long min, long max, long *field) {
-        json_object *v;
-        if (!json_object_object_get_ex(o, key, &v))
-                return 0;
-        if (!json_object_is_type(v, json_type_int))
-                return -EINVAL;
-        int64_t x = json_object_get_int64(v);
-        if (x < min || x > max)
-                return -ERANGE;
-        *field = (long) x;
-        return 0;
-}
-
-static int json_bool_field(json_object *o, const char *key, bool *field) {
-        json_object *v;
-        if (!json_object_object_get_ex(o, key, &v))
-                return 0;
-        if (!json_object_is_type(v, json_type_boolean))
-                return -EINVAL;
-        *field = json_object_get_boolean(v);
-        return 0;
-}
-
-static int host_from_object(json_object *host, tune_policy_host *h) {
-        _cleanup_free_ char *scope = NULL, *link = NULL;
-        long khugepaged = h->khugepaged_defrag, numa = h->numa_balancing, hk = h->irq_housekeeping_cpus_per_node;
-        int r = 0;
-
-        if ((r = json_string_field(host, "governor", &h->governor)) < 0 ||
-            (r = json_string_field(host, "governor_scope", &scope)) < 0 ||
-            (r = json_string_field(host, "thp_enabled", &h->thp_enabled)) < 0 ||
-            (r = json_string_field(host, "thp_defrag", &h->thp_defrag)) < 0 ||
-            (r = json_int_field(host, "khugepaged_defrag", -1, 1, &khugepaged)) < 0 ||
-            (r = json_bool_field(host, "irq_manage", &h->irq_manage)) < 0 ||
-            (r = json_int_field(host, "irq_housekeeping_cpus_per_node", 0, TUNE_CPU_MAX, &hk)) < 0 ||
-            (r = json_bool_field(host, "irq_keep_off_inference_cpus", &h->irq_keep_off_inference_cpus)) < 0 ||
-            (r = json_bool_field(host, "irq_steer_accelerator_irqs", &h->irq_steer_accelerator_irqs)) < 0 ||
-            (r = json_string_field(host, "aspm_policy", &h->aspm_policy)) < 0 ||
-            (r = json_string_field(host, "aspm_accelerator_link", &link)) < 0 ||
-            (r = json_int_field(host, "numa_balancing", -1, 2, &numa)) < 0 ||
-            (r = json_bool_field(host, "reassert", &h->reassert)) < 0)
-                return r;
-        h->khugepaged_defrag = (int) khugepaged;
-        h->numa_balancing = (int) numa;
-        h->irq_housekeeping_cpus_per_node = (unsigned) hk;
-        if (scope) {
-                if (streq(scope, "all"))
-                        h->governor_scope = TUNE_GOVERNOR_ALL_CPUS;
-                else if (streq(scope, "inference"))
-                        h->governor_scope = TUNE_GOVERNOR_INFERENCE_CPUS;
-                else
-                        return -EINVAL;
-        }
-        if (link) {
-                if (streq(link, "unchanged"))
-                        h->aspm_accelerator_link = TUNE_ASPM_LINK_UNCHANGED;
-                else if (streq(link, "l1-only"))
-                        h->aspm_accelerator_link = TUNE_ASPM_LINK_L1_ONLY;
-                else if (streq(link, "off"))
-                        h->aspm_accelerator_link = TUNE_ASPM_LINK_OFF;
-                else
-                        return -EINVAL;
-        }
-        return 0;
-}
-
-static int json_file_filter(const struct dirent *de) {
-        size_t len = strlen(de->d_name);
-        return de->d_name[0] != '.' && len > 5 && streq(de->d_name + len - 5, ".json");
-}
-
-int knobs_host_from_json(const char *const *dirs, unsigned n_dirs, tune_policy_host *ret, unsigned *ret_interval_ms) {
-        tune_policy_host h = { .khugepaged_defrag = -1, .numa_balancing = -1, .irq_housekeeping_cpus_per_node = 1 };
-        unsigned interval = RECONCILE_INTERVAL_MS_DEFAULT;
-        int r = 0;
-
-        for (unsigned d = 0; d < n_dirs && r >= 0; d++) {
-                struct dirent **names = NULL;
-                int n = scandir(dirs[d], &names, json_file_filter, alphasort);
-                if (n < 0) {
-                        r = log_error_errno(errno, "Failed to read policy directory %s: %m", dirs[d]);
-                        break;
-                }
-                for (int i = 0; i < n; i++) {
-                        char path[4096];
-                        json_object *o = NULL, *host, *opts;
-                        long ms = interval;
-                        if (r >= 0 && snprintf(path, sizeof path, "%s/%s", dirs[d], names[i]->d_name) < (int) sizeof path) {
-                                o = json_object_from_file(path);
-                                if (!o)
-                                        r = log_error_errno(EINVAL, "Failed to parse %s: %s", path, json_util_get_last_err());
-                                else if (json_object_object_get_ex(o, "host", &host) &&
-                                         (r = host_from_object(host, &h)) < 0)
-                                        log_error_errno(r, "%s: bad \"host\" settings: %m", path);
-                                else if (json_object_object_get_ex(o, "options", &opts) &&
-                                         (r = json_int_field(opts, "reconcile_interval_ms", 10, 3600000, &ms)) < 0)
-                                        log_error_errno(r, "%s: bad options.reconcile_interval_ms: %m", path);
-                                interval = (unsigned) ms;
-                                json_object_put(o);
-                        }
-                        free(names[i]);
-                }
-                free(names);
-        }
-        if (r < 0) {
-                knobs_host_done(&h);
-                return r;
-        }
-        *ret = h;
-        *ret_interval_ms = interval;
-        return 0;
-}
 
 /* ---- reports ------------------------------------------------------------------------- */
 
@@ -405,8 +262,6 @@ Knobs *knobs_free(Knobs *k) {
         tune_cpuset_done(&k->housekeeping);
         tune_cpuset_done(&k->inference);
         free(k->drift_logged);
-        if (k->have_json_host)
-                knobs_host_done(&k->json_host);
         if (k->lock_fd >= 0)
                 close(k->lock_fd);
         free(k);
@@ -490,13 +345,6 @@ int knobs_start(Manager *m) {
                 k->host = &m->policy->host;
                 if (m->policy->options.reconcile_interval_ms > 0)
                         k->interval_ms = m->policy->options.reconcile_interval_ms;
-        } else if (o->n_policy_dirs > 0) {
-                /* TEMPORARY until the policy parser lands (see knobs.h). */
-                r = knobs_host_from_json(o->policy_dirs, o->n_policy_dirs, &k->json_host, &k->interval_ms);
-                if (r < 0)
-                        return r;
-                k->have_json_host = true;
-                k->host = &k->json_host;
         }
 
         /* The CPU sets. Until the placement code hands over its inference CPUs: the

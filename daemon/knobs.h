@@ -23,10 +23,3 @@ Knobs *knobs_free(Knobs *k);
  * could not be restored (the journal keeps it). */
 int run_restore(const daemon_options *o);
 
-/* TEMPORARY, until the policy parser (tune_policy_load) lands: read the "host" object (and
- * "options.reconcile_interval_ms") of the *.json files in dirs, in name order, later files
- * overriding. Keys are the field names of tune_policy_host; enums as strings
- * (governor_scope "all"|"inference", aspm_accelerator_link "unchanged"|"l1-only"|"off").
- * The integrator replaces the one call in knobs_start() with m->policy->host. */
-int knobs_host_from_json(const char *const *dirs, unsigned n_dirs, tune_policy_host *ret, unsigned *ret_interval_ms);
-void knobs_host_done(tune_policy_host *h);

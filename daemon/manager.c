@@ -8,14 +8,9 @@
 #include "knobs.h"
 #include "log.h"
 #include "manager.h"
+#include "npu-tuned/policy.h"
 #include "placement.h"
 #include "watcher.h"
-#ifdef NPU_TUNED_WATCHER_STUB_POLICY
-/* TEST-ONLY (INTEGRATOR: delete with watcher-stub-policy.c once the JSON policy parser
- * lands and tests/watcher/watcher-live.py daemon-e2e uses --policy-dir). Only in the uninstalled
- * npu-tuned-stubpolicy test binary, never in npu-tuned. */
-#include "watcher-stub-policy.h"
-#endif
 
 Manager *manager_free(Manager *m) {
         if (!m)
@@ -24,6 +19,7 @@ Manager *manager_free(Manager *m) {
         placement_free(m->placement);
         knobs_free(m->knobs);
         tune_accels_done(&m->accels);
+        tune_policy_free(m->policy);
         tune_topology_free(m->topology);
         tune_ctx_free(m->ctx);
         sd_event_unref(m->event);
@@ -49,9 +45,10 @@ int manager_new(const daemon_options *o, Manager **ret) {
         r = tune_topology_load(m->ctx, &m->topology);
         if (r < 0)
                 return log_error_errno(r, "Failed to read CPU/NUMA topology below %s: %m", o->root);
-        r = tune_accels_discover(m->ctx, NULL, 0, &m->accels);
+        /* The policy, then the accelerators with the policy's kinds and NUMA overrides. */
+        r = manager_load_policy(m);
         if (r < 0)
-                return log_error_errno(r, "Failed to discover accelerators below %s: %m", o->root);
+                return r;
         *ret = TAKE_PTR(m);
         return 0;
 }
@@ -69,10 +66,6 @@ static int manager_start_watcher(Manager *m) {
         watcher_params params;
         int r;
 
-#ifdef NPU_TUNED_WATCHER_STUB_POLICY
-        if (!policy)
-                policy = watcher_stub_policy();
-#endif
         watcher_params_from_policy(policy, &params);
         r = placement_new(m, &m->placement);
         if (r < 0)

@@ -29,3 +29,7 @@ Manager *manager_free(Manager *m);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
 int manager_start(Manager *m);
 int manager_run(Manager *m);
+/* manager-policy.c: load the policy and discover the accelerators with its kinds (at
+ * start: a bad policy is an error), or reload both (a bad policy keeps the old ones). */
+int manager_load_policy(Manager *m);
+int manager_reload_policy(Manager *m);

@@ -12,6 +12,7 @@
 #include "log.h"
 #include "manager.h"
 #include "options.h"
+#include "policy-cli.h"
 #include "print-topology.h"
 #include "explain.h"
 
@@ -182,6 +183,10 @@ int main(int argc, char *argv[]) {
                 return run_print_topology(&o);
         case MODE_EXPLAIN:
                 return run_explain(&o);
+        case MODE_CHECK_POLICY:
+                return run_check_policy(&o);
+        case MODE_PRINT_POLICY:
+                return run_print_policy(&o);
         case MODE_RUN:
                 return run_daemon(&o);
         case MODE_RESTORE:

@@ -70,7 +70,7 @@ static int check_stable(const tune_policy_rule *r, tune_proc_facts *f) {
                         return 0;
         }
         if (r->match_exe) {
-                if (!tune_proc_facts_get(f, TUNE_FACT_EXE) || fnmatch(r->match_exe, f->exe, FNM_PATHNAME) != 0)
+                if (!tune_proc_facts_get(f, TUNE_FACT_EXE) || fnmatch(r->match_exe, f->exe, 0) != 0)
                         return 0;
         }
         if (r->match_cgroup) {

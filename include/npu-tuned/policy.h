@@ -12,7 +12,9 @@
 #include <sys/types.h>
 
 #include "npu-tuned/accel.h"
+#include "npu-tuned/context.h"
 #include "npu-tuned/cpuset.h"
+#include "npu-tuned/topology.h"
 
 #define TUNE_POLICY_VERSION 1
 #define TUNE_POLICY_FILE_MAX (1024 * 1024)
@@ -63,13 +65,19 @@ typedef struct tune_policy_kind {
         tune_accel_kind kind;
         char *visible_env;       /* e.g. "EDU_VISIBLE_DEVICES"; NULL: none */
         tune_visible_ids visible_ids;
+        unsigned merged_index;   /* position in the merged document (error attribution) */
 } tune_policy_kind;
 
 typedef struct tune_policy_node_override {
-        char pci[13];
+        char pci[13];            /* normalised "0000:c1:00.0" */
         int node;
+        unsigned merged_index;   /* position in the merged document (error attribution) */
 } tune_policy_node_override;
 
+/* Which accelerators a matched process uses (and so which NUMA node it belongs on). With a
+ * rank, it uses list[rank % length] of the list below (the visible-devices list, or the
+ * rule's own list); without one, all of the list. When AUTO finds nothing, the process is
+ * unattributed (see tune_unattributed). */
 typedef enum tune_accel_mode {
         TUNE_ACCEL_AUTO,     /* from environment at exec, then open device files */
         TUNE_ACCEL_EXPLICIT, /* the rule's list */
@@ -81,6 +89,9 @@ typedef struct tune_accel_ref {
         int index;
 } tune_accel_ref;
 
+/* The rank of a process among the users of its accelerator list. A regex that does not
+ * match, or an env variable that is absent or not a decimal number: rank unknown (use the
+ * whole list). */
 typedef enum tune_rank_source {
         TUNE_RANK_NONE,
         TUNE_RANK_CMDLINE, /* first capture group of rank_regex over the NUL-joined (space) cmdline */
@@ -88,11 +99,15 @@ typedef enum tune_rank_source {
         TUNE_RANK_ENV,     /* decimal value of rank_env in the environment at exec */
 } tune_rank_source;
 
-/* A role of threads inside a managed process. */
+/* A role of threads inside a managed process. A thread is control when it is the main
+ * thread and control.main_thread is set, or its comm matches a control glob; every other
+ * thread is compute (compute has no globs and main_thread is false). A rule without a
+ * "threads" section has no control members: the whole process is compute. */
 typedef struct tune_policy_role {
         char **name_globs;  /* fnmatch() patterns on the thread's comm; NULL-terminated */
         bool main_thread;   /* the thread whose tid == pid belongs here */
-        unsigned cpus;      /* CPUs in this role's sub-pool; 0 = the rest of the pool */
+        unsigned cpus;      /* CPUs in this role's sub-pool; 0 = the rest of the pool (control:
+                             * >= 1 whenever it has members) */
 } tune_policy_role;
 
 typedef enum tune_unattributed {
@@ -103,47 +118,62 @@ typedef enum tune_unattributed {
 typedef struct tune_policy_rule {
         char *name;
         char *file;          /* the file it came from, for messages */
+        char *key_path;      /* where in that file: "processes[2]" */
+        unsigned merged_index; /* position in the merged document (error attribution) */
         int priority;        /* higher wins when several rules match; default 0 */
 
-        /* Match criteria: every one that is set must hold. */
+        /* Match criteria: every one that is set must hold. Globs are matched with
+         * fnmatch(pattern, string, 0): '*' also matches '/'. At least one is set. */
         char *match_comm;    /* fnmatch glob on comm */
         char *match_exe;     /* fnmatch glob on the realpath of /proc/PID/exe */
         char *match_cmdline_src;
-        regex_t match_cmdline; /* POSIX ERE over cmdline with NULs turned into spaces */
+        regex_t match_cmdline; /* POSIX ERE over cmdline with NULs turned into spaces;
+                                * compiled REG_EXTENDED | REG_NOSUB */
         bool has_match_cmdline;
         uid_t *match_uids;   /* any of these real uids; names resolved at load */
         unsigned n_match_uids;
-        char *match_cgroup;  /* prefix of the process's cgroup v2 path */
+        char *match_cgroup;  /* prefix of the process's cgroup v2 path, on a '/' boundary:
+                              * "/a/b" matches "/a/b" and "/a/b/c", not "/a/bc". No trailing
+                              * '/' except for "/" itself. */
 
         tune_accel_mode accel_mode;
         tune_accel_ref *accels; /* TUNE_ACCEL_EXPLICIT */
         unsigned n_accels;
         tune_rank_source rank_source;
         char *rank_regex_src;
-        regex_t rank_regex;
+        regex_t rank_regex;  /* REG_EXTENDED, re_nsub >= 1; compiled when rank_regex_src */
         char *rank_env;
 
         tune_policy_role control;
         tune_policy_role compute;
 
+        /* The pool of a process is the CPUs of its accelerator's node, or, when that node
+         * has less than memory_min_free_kib free, of the nearest node (by distance) that
+         * has it (where its memory goes too); minus housekeeping CPUs. control.cpus and
+         * compute.cpus are carved from it. */
         bool memory_migrate;
         unsigned memory_settle_delay_ms; /* default 30000 */
-        uint64_t memory_min_free_kib;    /* a node takes the memory only with this much free */
+        uint64_t memory_min_free_kib;    /* a node takes the memory only with this much free;
+                                          * 0: the accelerator's node always does */
         unsigned memory_rate_mib_s;      /* migration rate limit; 0 = unlimited */
 
         bool restore_on_stop;            /* give threads their original affinity back */
         bool reassert_affinity;          /* false: respect a process that re-binds itself */
 
         tune_unattributed unattributed;
-        tune_cpuset unattributed_cpus;
-        tune_cpuset unattributed_nodes;
+        tune_cpuset unattributed_cpus;  /* the pool when set; no two rules overlap */
+        tune_cpuset unattributed_nodes; /* memory goes there; the pool is their CPUs
+                                         * when unattributed_cpus is empty */
 } tune_policy_rule;
+
+struct tune_policy_sources;
 
 typedef struct tune_policy {
         int version;
         char **files;        /* the files merged, in order */
         unsigned n_files;
         bool embedded;       /* the compiled-in default, no file found */
+        struct tune_policy_sources *sources; /* private: the texts, for error positions */
         tune_policy_options options;
         tune_policy_host host;
         tune_policy_kind *kinds;
@@ -171,17 +201,69 @@ typedef struct tune_policy_errors {
 /* Loading (libtune/policy*.c). Every function returns 0 or a negative errno; problems in
  * the files are reported in *errors (never logged: libtune does not log), and a policy
  * with any error (not warning) is never returned. */
+typedef int (*tune_policy_resolve_user_t)(const char *name, uid_t *ret, void *userdata);
+
 typedef struct tune_policy_load_params {
-        const char *const *dirs; /* NULL: the shipped dir, then /etc/npu-tuned/policies.d */
+        const char *const *dirs; /* NULL: the shipped dir, then /etc/npu-tuned/policies.d.
+                                  * An entry may also be a single file (--check-policy). */
         unsigned n_dirs;
         bool check_owner;        /* refuse files not owned by root or group/world-writable */
+        bool owner_warnings;     /* with check_owner: report those as warnings (a check run
+                                  * by another user than the daemon's) */
+        bool host_warnings;      /* unknown user names are warnings, not errors (--check-policy) */
+        tune_policy_resolve_user_t resolve_user; /* NULL: getpwnam_r() */
+        void *userdata;
 } tune_policy_load_params;
 
+/* Load and merge the files of params->dirs (see man npu-tuned.policy(5), LOADING).
+ * -ENOENT (and no error entries) when no *.json file was found in any of them: the
+ * caller then uses tune_policy_load_embedded(). -EINVAL when *errors has errors. */
 int tune_policy_load(const tune_policy_load_params *params, tune_policy **ret, tune_policy_errors *errors);
 /* The compiled-in default policy (policies/default.json). */
 int tune_policy_load_embedded(tune_policy **ret, tune_policy_errors *errors);
+extern const char tune_policy_default_json[];
 /* One JSON document; filename only names it in errors. */
 int tune_policy_parse_string(const char *json, const char *filename, tune_policy **ret, tune_policy_errors *errors);
+/* The same with load parameters (user resolution, warnings) and an explicit length (the
+ * text needs no NUL terminator; an embedded NUL is an error). */
+int tune_policy_parse_buffer(const char *json, size_t len, const char *filename, const tune_policy_load_params *params,
+                             tune_policy **ret, tune_policy_errors *errors);
 tune_policy *tune_policy_free(tune_policy *p);
 DEFINE_TRIVIAL_CLEANUP_FUNC(tune_policy *, tune_policy_free);
 void tune_policy_errors_done(tune_policy_errors *errors);
+/* Number of entries that are errors (not warnings). */
+unsigned tune_policy_errors_count(const tune_policy_errors *errors) _pure_;
+/* "FILE: key.path: message (line L, column C)", with "warning: " before the message for
+ * warnings; parts that are unknown are left out. Caller frees. */
+int tune_policy_error_format(const tune_policy_error *e, char **ret);
+
+/* Check the policy against this host: CPUs, NUMA nodes and accelerators it names, role
+ * sizes against node sizes, NUMA overrides. Problems go to *errors, as warnings when
+ * as_warnings (--check-policy: policies are often checked on another machine). Returns 0,
+ * -EINVAL when it added errors (not warnings), or -ENOMEM. */
+int tune_policy_validate_host(const tune_policy *p, const tune_topology *t, const tune_accels *a, bool as_warnings,
+                              tune_policy_errors *errors);
+
+/* The policy's accelerator kinds as the array tune_accels_discover() takes (pointers into
+ * p: valid while p lives). Caller frees the array. */
+int tune_policy_accel_kinds(const tune_policy *p, tune_accel_kind **ret, unsigned *ret_n);
+/* Apply accelerators.numa_node_overrides to a; an override naming a device or node that
+ * does not exist is an error in *errors (tune_policy_validate_host() reports the same). */
+int tune_policy_apply_node_overrides(const tune_policy *p, const tune_topology *t, tune_accels *a, tune_policy_errors *errors);
+
+/* Everything a daemon needs from a policy source in one step: load params' files (or the
+ * embedded default when there are none: *ret_embedded is then true), discover the
+ * accelerators below ctx with the policy's kinds, apply the NUMA overrides and validate
+ * against t. On failure nothing is returned and *errors says why. */
+int tune_policy_prepare(const tune_ctx *ctx, const tune_policy_load_params *params, const tune_topology *t,
+                        tune_policy **ret_policy, tune_accels *ret_accels, tune_policy_errors *errors);
+/* Reload (D-Bus Reload, SIGHUP): tune_policy_prepare() into new objects and, only when it
+ * succeeds, free *policy and *accels and put the new ones in their place. On failure the
+ * previous policy and accelerators stay untouched and *errors says why. */
+int tune_policy_reload(const tune_ctx *ctx, const tune_policy_load_params *params, const tune_topology *t,
+                       tune_policy **policy, tune_accels *accels, tune_policy_errors *errors);
+
+/* The effective policy as a JSON document in the schema's own form (every key, defaults
+ * filled in, unset knobs as null): the output of --print-policy, which loads back to the
+ * same policy. Caller frees. */
+int tune_policy_to_json(const tune_policy *p, char **ret);

@@ -124,7 +124,7 @@ def test_double_start():
 
 
 def test_changed_by_others_reassert():
-    c = Case("reassert", reassert=True, reconcile_interval_ms=50)
+    c = Case("reassert", reassert=True, reconcile_interval_ms=100)
     try:
         d = started(c)
         for _ in range(2):
@@ -142,7 +142,7 @@ def test_changed_by_others_reassert():
 
 
 def test_changed_by_others_left_alone():
-    c = Case("leftalone", reassert=False, reconcile_interval_ms=50)
+    c = Case("leftalone", reassert=False, reconcile_interval_ms=100)
     try:
         d = started(c)
         knobtest.write(c.root, THP_ENABLED, "[always] madvise never\n")
@@ -274,7 +274,7 @@ def test_no_host_settings():
     c = Case("nohost")
     try:
         with open(os.path.join(c.policy, "50-host.json"), "w") as f:
-            f.write("{}")
+            f.write("{\"version\": 1}")
         d = started(c)
         expect(c.changed() == {}, "knobs changed without host settings")
         expect(not os.path.exists(c.journal()), "journal without host settings")

@@ -162,9 +162,38 @@ def policy(dir_, **override):
         options["reconcile_interval_ms"] = override.pop("reconcile_interval_ms")
     host.update(override)
     os.makedirs(dir_, exist_ok=True)
-    # TEMPORARY format read by knobs_host_from_json() until the policy parser lands.
-    with open(os.path.join(dir_, "50-host.json"), "w") as f:
-        json.dump({"host": host, "options": options}, f)
+    path = os.path.join(dir_, "50-host.json")
+    with open(path, "w") as f:
+        json.dump({"version": 1, "host": schema_host(host), "options": options}, f)
+    os.chmod(path, 0o644)
+
+
+def schema_host(h):
+    """The flat knob settings above as policy schema v1's "host" object (man
+    npu-tuned.policy(5)); None (or -1 for the 0/1 switches) leaves a knob alone."""
+    def put(obj, key, value):
+        if value is not None and value != -1:
+            obj[key] = value
+    cpufreq, thp, irq, aspm, host = {}, {}, {}, {}, {}
+    put(cpufreq, "governor", h.get("governor"))
+    if cpufreq:
+        put(cpufreq, "cpus", h.get("governor_scope"))
+    put(thp, "enabled", h.get("thp_enabled"))
+    put(thp, "defrag", h.get("thp_defrag"))
+    put(thp, "khugepaged_defrag", h.get("khugepaged_defrag"))
+    put(irq, "manage", h.get("irq_manage"))
+    put(irq, "housekeeping_cpus_per_node", h.get("irq_housekeeping_cpus_per_node"))
+    put(irq, "keep_off_inference_cpus", h.get("irq_keep_off_inference_cpus"))
+    put(irq, "steer_accelerator_irqs", h.get("irq_steer_accelerator_irqs"))
+    put(aspm, "policy", h.get("aspm_policy"))
+    link = h.get("aspm_accelerator_link")
+    put(aspm, "accelerator_link", link.replace("-", "_") if link else None)
+    for key, obj in (("cpufreq", cpufreq), ("thp", thp), ("irq", irq), ("pcie_aspm", aspm)):
+        if obj:
+            host[key] = obj
+    put(host, "numa_balancing", h.get("numa_balancing"))
+    put(host, "reassert", h.get("reassert"))
+    return host
 
 
 def save_knob_bytes(root):

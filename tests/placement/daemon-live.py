@@ -93,6 +93,7 @@ with tempfile.TemporaryDirectory() as tmp:
     policy = {
         "version": 1,
         "comment": "daemon-live: place threads-target on node 0 by role, no host knobs",
+        "host": {"irq": {"housekeeping_cpus_per_node": 0, "steer_accelerator_irqs": False}},
         "processes": [{
             "name": "threads-target",
             "match": {"exe": "*/threads-target", "user": "root"},
@@ -100,7 +101,7 @@ with tempfile.TemporaryDirectory() as tmp:
             "unattributed": {"action": "place", "nodes": "0"},
             "threads": {
                 "control": {"main_thread": True, "names": ["ctl-*"], "cpus": 1},
-                "compute": {"names": ["work-*"], "cpus": 1},
+                "compute": {"cpus": 1},
             },
             "memory": {"migrate": False},
             "restore_on_stop": True,

@@ -14,6 +14,7 @@ missing, with the reason.
 """
 
 import atexit
+import json
 import os
 import re
 import signal
@@ -31,7 +32,6 @@ PAUSE = os.path.realpath(os.path.join(BIN, "npt-pause"))
 SPAWN = os.path.join(BIN, "npt-spawn")
 PIDREUSE = os.path.join(BIN, "npt-pidreuse")
 DAEMON = os.environ.get("NPU_DAEMON", "")
-DAEMON_STUB = os.environ.get("NPU_DAEMON_STUB", "")
 PID_MAX = "/proc/sys/kernel/pid_max"
 
 # A small, fixed environment for the servers: nothing from the caller's leaks in.
@@ -581,24 +581,34 @@ def t_namespace():
         print(f"namespace: {' '.join(cmd[:-1])}: exit {r.returncode} after {dt:.1f}s: {r.stderr.strip()}")
 
 
+def write_policy(rules):
+    """A policy directory holding one file with these process rules (root-owned, 0644)."""
+    d = tempfile.mkdtemp(prefix="npu-watcher-policy-")
+    path = os.path.join(d, "test.json")
+    with open(path, "w") as f:
+        json.dump({"version": 1, "processes": rules}, f)
+    os.chmod(path, 0o644)
+    return d
+
+
 def t_daemon_e2e():
-    """The real daemon: without a policy it watches (0 rules) and stops cleanly; the same
-    daemon with the test-only hard-wired rule (npu-tuned-stubpolicy; INTEGRATOR: switch to
-    --policy-dir with a JSON policy once the parser lands) matches a process, sees its
-    threads and its exit."""
+    """The real daemon: with a policy of no rules it watches and stops cleanly; with a JSON
+    policy whose rule names a server, it matches the process, sees its threads and its exit."""
     require_root()
-    d = start([DAEMON, "-v"], stderr=subprocess.PIPE)
+    empty = write_policy([])
+    d = start([DAEMON, "-v", "--policy-dir", empty, "--state-dir", empty], stderr=subprocess.PIPE)
     r = Reader(d.stderr, "daemon: ", parse=lambda s: s)
     r.wait(lambda s: "Watching processes: 0 rule(s)" in s, 10, "the daemon to watch")
     d.send_signal(signal.SIGTERM)
     check(d.wait(timeout=10) == 0, "the daemon did not stop cleanly")
 
-    env = dict(BASE_ENV, NPU_TUNED_STUB_RULE_EXE=SERVER, NPU_TUNED_STUB_RULE_CMDLINE="npt-server threads$")
-    d = start([DAEMON_STUB, "-v"], env=env, stderr=subprocess.PIPE)
+    pdir = write_policy([{"name": "e2e", "match": {"exe": SERVER, "cmdline": "npt-server threads$"},
+                          "accelerators": "auto", "unattributed": {"action": "leave"}}])
+    d = start([DAEMON, "-v", "--policy-dir", pdir, "--state-dir", pdir], stderr=subprocess.PIPE)
     r = Reader(d.stderr, "daemon: ", parse=lambda s: s)
     r.wait(lambda s: "Watching processes: 1 rule(s)" in s, 10, "the daemon to watch")
     s = start([SERVER, "threads"])
-    r.wait(lambda l: f"matched pid={s.pid} " in l and "rule=stub" in l, 5, "the daemon to match")
+    r.wait(lambda l: f"matched pid={s.pid} " in l and "rule=e2e" in l, 5, "the daemon to match")
     wait_steps_ready(s.pid)
     os.kill(s.pid, signal.SIGUSR1)
     r.wait(lambda l: f"thread_new pid={s.pid} " in l, 5, "the daemon to see the new thread")

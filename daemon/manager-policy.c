@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The daemon's policy: loaded at start (refusing to run with a bad one), reloaded on
+ * request (keeping the previous one when the new one is bad). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "manager.h"
+#include "npu-tuned/policy.h"
+#include "policy-cli.h"
+
+static void log_problems(const tune_policy_errors *errors) {
+        for (unsigned i = 0; i < errors->n; i++) {
+                _cleanup_free_ char *line = NULL;
+                if (tune_policy_error_format(&errors->items[i], &line) < 0) {
+                        (void) log_oom();
+                        return;
+                }
+                if (errors->items[i].warning)
+                        log_warning("Policy: %s", line);
+                else
+                        log_error("Policy: %s", line);
+        }
+}
+
+static void log_loaded(const Manager *m, const char *verb) {
+        const tune_policy *p = m->policy;
+
+        if (p->embedded) {
+                if (m->options->n_policy_dirs > 0)
+                        log_info("%s the embedded default policy: no *.json policy file in the --policy-dir directories.", verb);
+                else
+                        log_info("%s the embedded default policy: no *.json policy file in the standard directories.", verb);
+        } else
+                for (unsigned i = 0; i < p->n_files; i++)
+                        log_info("%s policy file %s.", verb, p->files[i]);
+        log_info("Policy: %u process rule(s), %u accelerator kind(s), %u NUMA override(s).", p->n_rules, p->n_kinds,
+                 p->n_overrides);
+}
+
+int manager_load_policy(Manager *m) {
+        tune_policy_errors errors = {};
+        tune_policy_load_params params;
+        int r;
+
+        policy_params_for_daemon(m->options, &params);
+        r = tune_policy_prepare(m->ctx, &params, m->topology, &m->policy, &m->accels, &errors);
+        log_problems(&errors);
+        tune_policy_errors_done(&errors);
+        if (r == -EINVAL)
+                return log_error_errno(r, "Refusing to start with an invalid policy (problems above); check it with "
+                                          "npu-tuned --check-policy.");
+        if (r < 0)
+                return log_error_errno(r, "Failed to load the policy: %m");
+        log_loaded(m, "Using");
+        return 0;
+}
+
+int manager_reload_policy(Manager *m) {
+        tune_policy_errors errors = {};
+        tune_policy_load_params params;
+        int r;
+
+        policy_params_for_daemon(m->options, &params);
+        r = tune_policy_reload(m->ctx, &params, m->topology, &m->policy, &m->accels, &errors);
+        log_problems(&errors);
+        tune_policy_errors_done(&errors);
+        if (r < 0)
+                return log_error_errno(r, "Policy reload failed, keeping the previous policy: %m");
+        log_loaded(m, "Reloaded");
+        return 0;
+}

@@ -1,0 +1,132 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
+# npu-tuned --check-policy / --print-policy and the daemon's start with a policy, through
+# the real binary: exit codes, the exact problem lines, the shipped policies, and every
+# example of man/npu-tuned.policy.5.
+# Usage: test-policy-cli.sh NPU_TUNED  (NPU_SOURCE_ROOT in the environment)
+set -u
+
+bin=$1
+src=${NPU_SOURCE_ROOT:?}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+umask 022
+failures=0
+
+fail() {
+        echo "FAIL: $*"
+        failures=$((failures + 1))
+}
+
+# expect RC STDERR_FILE_CONTENT -- ARGS...: exact exit code and standard error
+expect() {
+        want_rc=$1
+        want_err=$2
+        shift 3
+        "$bin" "$@" >"$tmp/out" 2>"$tmp/err"
+        rc=$?
+        [ "$rc" = "$want_rc" ] || fail "npu-tuned $*: exit $rc, expected $want_rc; stderr: $(cat "$tmp/err")"
+        if [ "$want_err" != "-" ]; then
+                printf '%s\n' "$want_err" >"$tmp/want"
+                [ -n "$want_err" ] || : >"$tmp/want"
+                cmp -s "$tmp/err" "$tmp/want" || fail "npu-tuned $*: stderr differs:
+$(diff "$tmp/want" "$tmp/err")"
+        fi
+}
+
+# The shipped policies, each alone (host warnings allowed: this machine is not theirs).
+for p in default atlas-800i-a2 nvidia-hgx; do
+        expect 0 - -- --check-policy "$src/policies/$p.json"
+        grep -q '^OK: 1 file, [0-9]* process rules, 0 accelerator kinds, 0 NUMA overrides' "$tmp/out" ||
+                fail "$p.json: summary: $(cat "$tmp/out")"
+done
+# ... and as installed: a host policy or the site drop-in on top of the default.
+expect 0 - -- --check-policy "$src/policies/default.json" "$src/policies/atlas-800i-a2.json"
+expect 0 - -- --check-policy "$src/policies/default.json" "$src/tests/policy/dropin-site.json"
+grep -q '^OK: 2 files, 6 process rules' "$tmp/out" || fail "drop-in: $(cat "$tmp/out")"
+expect 0 - -- --check-policy "$src/tests/policy/every-key.json"
+
+# Problems: one exact line each, exit 1.
+expect 1 "$src/tests/policy/bad-typo.json: host.thp.defarg: unknown key (did you mean \"defrag\"?) (line 4, column 34)" \
+        -- --check-policy "$src/tests/policy/bad-typo.json"
+expect 1 "$src/tests/policy/bad-syntax.json: JSON syntax error: unexpected character (line 6, column 1)" \
+        -- --check-policy "$src/tests/policy/bad-syntax.json"
+f=$src/tests/policy/bad-many.json
+expect 1 "$f: options.reconcile_interval_ms: must be between 100 and 3600000, got 10 (line 3, column 16)
+$f: processes[0].match.comm: can never match: a comm is at most 15 bytes and this glob needs 16 (the kernel cuts names to 15 bytes: match the start, e.g. with a trailing '*', or match the title with cmdline) (line 5, column 36)
+$f: processes[3].threads.control.cpus: expected a number of CPUs, got the string \"2\" (write it without quotes) (line 11, column 56)
+$f: processes[2].unattributed.cpus: CPUs 6-7 are also claimed by rule \"api\" (line 9, column 44)" \
+        -- --check-policy "$f"
+
+# Usage errors: exit 2. Paths that are not there, or hold no policy: exit 1.
+expect 2 "npu-tuned: --check-policy needs at least one file or directory" -- --check-policy
+expect 1 "$tmp/nope: cannot open: No such file or directory" -- --check-policy "$tmp/nope"
+mkdir "$tmp/empty"
+expect 1 "$tmp/empty: no *.json policy files" -- --check-policy "$tmp/empty"
+
+# Permissions, as the daemon (root) would see them.
+if [ "$(id -u)" = 0 ]; then
+        cp "$src/policies/default.json" "$tmp/open.json"
+        chmod 0666 "$tmp/open.json"
+        expect 1 "$tmp/open.json: writable by group and others (mode 0666): refusing it (chmod go-w $tmp/open.json)" \
+                -- --check-policy "$tmp/open.json"
+        rm "$tmp/open.json"
+else
+        echo "SKIP: permission checks need root"
+fi
+
+# --print-policy: the merged policy, which loads back.
+mkdir "$tmp/dir" "$tmp/printed"
+cp "$src/policies/default.json" "$tmp/dir/10-default.json"
+cp "$src/tests/policy/dropin-site.json" "$tmp/dir/50-site.json"
+expect 0 - -- --print-policy --policy-dir "$tmp/dir"
+cp "$tmp/out" "$tmp/printed/merged.json"
+grep -q '"governor": "performance"' "$tmp/printed/merged.json" || fail "--print-policy: no governor"
+if grep -q '"name": "triton"' "$tmp/printed/merged.json"; then fail "--print-policy: disabled rule printed"; fi
+expect 0 - -- --check-policy "$tmp/printed/merged.json"
+expect 0 - -- --print-policy --policy-dir "$tmp/printed"
+sed 1,3d "$tmp/out" >"$tmp/second"
+sed 1,3d "$tmp/printed/merged.json" >"$tmp/first"
+cmp -s "$tmp/first" "$tmp/second" || fail "--print-policy does not load back to the same policy"
+expect 0 "npu-tuned: no policy file found, this is the embedded default policy
+npu-tuned: cannot read the topology below /nonexistent-root-for-test (No such file or directory): skipped the checks against this host" \
+        -- --print-policy --policy-dir "$tmp/empty" --root /nonexistent-root-for-test
+cp "$src/tests/policy/bad-typo.json" "$tmp/dir/60-typo.json"
+expect 1 "$tmp/dir/60-typo.json: host.thp.defarg: unknown key (did you mean \"defrag\"?) (line 4, column 34)" \
+        -- --print-policy --policy-dir "$tmp/dir"
+
+# The daemon refuses to start with a bad policy, and says so.
+"$bin" --no-watch --policy-dir "$tmp/dir" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ "$rc" = 1 ] || fail "daemon with a bad policy: exit $rc"
+grep -q 'Refusing to start with an invalid policy' "$tmp/err" || fail "daemon with a bad policy: $(cat "$tmp/err")"
+grep -q 'host.thp.defarg: unknown key' "$tmp/err" || fail "daemon does not name the problem: $(cat "$tmp/err")"
+# ... and with no policy file, runs the embedded default and says so.
+timeout -s TERM 2 "$bin" --no-watch --policy-dir "$tmp/empty" >"$tmp/out" 2>"$tmp/err"
+grep -q 'Using the embedded default policy' "$tmp/err" || fail "daemon without policy: $(cat "$tmp/err")"
+
+# Every example of the man page is a valid policy (drop-in examples on top of the default).
+man=$src/man/npu-tuned.policy.5
+mkdir "$tmp/man"
+awk -v dir="$tmp/man" '
+        /^\.\\" policy-(dropin-)?example: / { name = $3; kind = ($2 == "policy-dropin-example:") ? "dropin" : "plain"; next }
+        name != "" && /^\.EX$/ { out = dir "/" kind "-" name ".json"; next }
+        out != "" && /^\.EE$/ { close(out); out = ""; name = ""; next }
+        out != "" { gsub(/\\-/, "-"); gsub(/\\e/, "\\"); gsub(/\\&/, ""); print > out }
+' "$man"
+n=0
+for f in "$tmp"/man/*.json; do
+        [ -e "$f" ] || break
+        n=$((n + 1))
+        case $f in
+        */dropin-*) expect 0 - -- --check-policy "$src/policies/default.json" "$f" ;;
+        *) expect 0 - -- --check-policy "$f" ;;
+        esac
+done
+[ "$n" -ge 5 ] || fail "only $n examples found in $man"
+
+if [ "$failures" -gt 0 ]; then
+        echo "$failures failure(s)"
+        exit 1
+fi
+echo "all passed ($n man page examples)"
