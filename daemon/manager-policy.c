@@ -10,18 +10,28 @@
 #include "npu-tuned/policy.h"
 #include "policy-cli.h"
 
-static void log_problems(const tune_policy_errors *errors) {
+/* quiet: the embedded default's warnings (its role sizes are meant for large hosts; on a
+ * small one the planner shares CPUs) go to debug, with one line saying so. */
+static void log_problems(const tune_policy_errors *errors, bool quiet) {
+        unsigned quieted = 0;
+
         for (unsigned i = 0; i < errors->n; i++) {
                 _cleanup_free_ char *line = NULL;
                 if (tune_policy_error_format(&errors->items[i], &line) < 0) {
                         (void) log_oom();
                         return;
                 }
-                if (errors->items[i].warning)
+                if (errors->items[i].warning && quiet) {
+                        log_debug("Policy: %s", line);
+                        quieted++;
+                } else if (errors->items[i].warning)
                         log_warning("Policy: %s", line);
                 else
                         log_error("Policy: %s", line);
         }
+        if (quieted > 0)
+                log_info("The embedded default policy has %u warning(s) for this host (-v shows them): it is written "
+                         "for larger hosts; here the planner shares the CPUs it has.", quieted);
 }
 
 static void log_loaded(const Manager *m, const char *verb) {
@@ -46,7 +56,7 @@ int manager_load_policy(Manager *m) {
 
         policy_params_for_daemon(m->options, &params);
         r = tune_policy_prepare(m->ctx, &params, m->topology, &m->policy, &m->accels, &errors);
-        log_problems(&errors);
+        log_problems(&errors, r >= 0 && m->policy && m->policy->embedded);
         tune_policy_errors_done(&errors);
         if (r == -EINVAL)
                 return log_error_errno(r, "Refusing to start with an invalid policy (problems above); check it with "
@@ -64,7 +74,7 @@ int manager_reload_policy(Manager *m) {
 
         policy_params_for_daemon(m->options, &params);
         r = tune_policy_reload(m->ctx, &params, m->topology, &m->policy, &m->accels, &errors);
-        log_problems(&errors);
+        log_problems(&errors, r >= 0 && m->policy && m->policy->embedded);
         tune_policy_errors_done(&errors);
         if (r < 0)
                 return log_error_errno(r, "Policy reload failed, keeping the previous policy: %m");
