@@ -369,7 +369,7 @@ int knobs_start(Manager *m) {
                         return log_error_errno(r, "Failed to plan host knobs: %m");
         }
 
-        if (o->dry_run) {
+        if (manager_dry_run(m)) {
                 unsigned line;
                 if (tune_journal_load(o->state_dir, &previous, &line) < 0)
                         previous = NULL;

@@ -53,6 +53,10 @@ int manager_new(const daemon_options *o, Manager **ret) {
         return 0;
 }
 
+bool manager_dry_run(const Manager *m) {
+        return m->options->dry_run || (m->policy && m->policy->options.dry_run);
+}
+
 static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
         Manager *m = userdata;
 

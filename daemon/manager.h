@@ -25,6 +25,8 @@ typedef struct Manager {
 } Manager;
 
 int manager_new(const daemon_options *o, Manager **ret);
+/* --dry-run, or the policy's options.dry_run: report what would change, change nothing. */
+bool manager_dry_run(const Manager *m);
 Manager *manager_free(Manager *m);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
 int manager_start(Manager *m);

@@ -70,7 +70,7 @@ static managed_process *find_process(Placement *p, uint64_t key) {
         return mp;
 }
 
-static void log_placement(const managed_process *mp, const tune_placement *pl) {
+static void log_placement(const managed_process *mp, const tune_placement *pl, bool dry_run) {
         _cleanup_free_ char *pool = NULL, *control = NULL, *compute = NULL, *mem = NULL, *accels = NULL;
 
         (void) tune_attribution_format_accels(&mp->attribution, &accels);
@@ -84,8 +84,8 @@ static void log_placement(const managed_process *mp, const tune_placement *pl) {
         (void) tune_cpuset_format_list(tune_placement_role_cpus(pl, TUNE_ROLE_CONTROL), &control);
         (void) tune_cpuset_format_list(tune_placement_role_cpus(pl, TUNE_ROLE_COMPUTE), &compute);
         (void) tune_cpuset_format_list(&pl->mem_nodes, &mem);
-        log_info("Placing pid %d (rule \"%s\", accelerators %s from %s): CPUs %s, control %s, compute %s, memory %s.",
-                 mp->pid, mp->rule->name, accels && *accels ? accels : "none",
+        log_info("%s pid %d (rule \"%s\", accelerators %s from %s): CPUs %s, control %s, compute %s, memory %s.",
+                 dry_run ? "Dry run: would place" : "Placing", mp->pid, mp->rule->name, accels && *accels ? accels : "none",
                  tune_attribution_source_to_string(mp->attribution.source), pool ? pool : "?",
                  control && *control ? control : "-", compute && *compute ? compute : "-",
                  mem && *mem ? mem : "left where it is");
@@ -244,7 +244,12 @@ static void place(Placement *p, managed_process *mp) {
                 return;
         }
         const tune_placement *pl = tune_placer_get(p->placer, pp->key);
-        log_placement(mp, pl);
+        log_placement(mp, pl, manager_dry_run(p->manager));
+        if (manager_dry_run(p->manager)) {
+                /* The plan is logged; nothing is pinned or moved. */
+                tune_keys_done(&changed);
+                return;
+        }
         apply_process(p, mp);
         apply_changed(p, &changed);
         tune_keys_done(&changed);
@@ -297,7 +302,8 @@ static void apply_one_thread(Placement *p, managed_process *mp, managed_thread *
         tune_affinity_stats stats = {};
         int r;
 
-        if (!pp || !(pl = tune_placer_get(p->placer, pp->key)) || pl->action != TUNE_PLACEMENT_PLACE)
+        if (!pp || !(pl = tune_placer_get(p->placer, pp->key)) || pl->action != TUNE_PLACEMENT_PLACE ||
+            manager_dry_run(p->manager))
                 return;
         tune_thread_target target = { .placement = pl, .rule = mp->rule };
         r = tune_affinity_apply_thread(p->manager->ctx, NULL, mp->pid, t->tid, tune_thread_target_choose, &target,
@@ -356,7 +362,8 @@ static void on_reconcile(Watcher *w, managed_process *mp, void *userdata) {
         unsigned drifted = 0;
         pid_t first = 0;
 
-        if (!pp || tune_affinity_check(p->manager->ctx, NULL, &pp->journal, &drifted, &first) < 0 || drifted == 0)
+        if (!pp || manager_dry_run(p->manager) ||
+            tune_affinity_check(p->manager->ctx, NULL, &pp->journal, &drifted, &first) < 0 || drifted == 0)
                 return;
         if (mp->rule->reassert_affinity) {
                 if (!pp->drift_logged)

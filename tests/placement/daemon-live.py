@@ -159,4 +159,47 @@ with tempfile.TemporaryDirectory() as tmp:
         log.seek(0)
         print("--- daemon log ---")
         print(log.read())
+
+# --dry-run: the same policy, the plan is logged, no thread is touched.
+with tempfile.TemporaryDirectory() as tmp:
+    policy_dir = os.path.join(tmp, "policies")
+    os.mkdir(policy_dir)
+    path = os.path.join(policy_dir, "test.json")
+    with open(path, "w") as f:
+        json.dump(policy, f)
+    os.chmod(path, 0o644)
+    log = open(os.path.join(tmp, "daemon.log"), "w+")
+    daemon = subprocess.Popen([npu_tuned, "--policy-dir", policy_dir, "--state-dir", tmp, "--dry-run"],
+                              stdout=log, stderr=subprocess.STDOUT)
+    target = None
+    try:
+        deadline = time.monotonic() + 10
+        while "Running:" not in open(log.name).read():
+            if time.monotonic() > deadline or daemon.poll() is not None:
+                fail(f"dry-run daemon did not start: {open(log.name).read()}")
+            time.sleep(0.02)
+        original = allowed(os.getpid(), os.getpid())
+        target = subprocess.Popen([target_bin, "--control", "1", "--compute", "1", "--timeout", "30"],
+                                  stdout=subprocess.PIPE)
+        target.stdout.readline()
+        deadline = time.monotonic() + 5
+        while f"Dry run: would place pid {target.pid} " not in open(log.name).read():
+            if time.monotonic() > deadline:
+                fail(f"dry run: no plan logged for {target.pid}: {open(log.name).read()}")
+            time.sleep(0.02)
+        time.sleep(0.3)
+        for tid, comm in threads(target.pid).items():
+            if allowed(target.pid, tid) != original:
+                fail(f"dry run changed thread {tid} ({comm}): {sorted(allowed(target.pid, tid))}")
+        print(f"ok: --dry-run logged the plan and left every thread on {sorted(original)}")
+        daemon.send_signal(signal.SIGTERM)
+        if daemon.wait(10) != 0:
+            fail("dry-run daemon did not stop cleanly")
+    finally:
+        if target:
+            target.kill()
+            target.wait()
+        if daemon.poll() is None:
+            daemon.kill()
+            daemon.wait()
 print("daemon-live: all passed")
