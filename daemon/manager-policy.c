@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "log.h"
 #include "manager.h"
 #include "npu-tuned/policy.h"
@@ -41,7 +42,8 @@ static void log_loaded(const Manager *m, const char *verb) {
                 if (m->options->n_policy_dirs > 0)
                         log_info("%s the embedded default policy: no *.json policy file in the --policy-dir directories.", verb);
                 else
-                        log_info("%s the embedded default policy: no *.json policy file in the standard directories.", verb);
+                        log_info("%s the embedded default policy: no *.json policy file in %s or %s.", verb,
+                                 POLICY_SHIPPED_DIR, POLICY_ETC_DIR);
         } else
                 for (unsigned i = 0; i < p->n_files; i++)
                         log_info("%s policy file %s.", verb, p->files[i]);

@@ -265,5 +265,6 @@ int tune_policy_reload(const tune_ctx *ctx, const tune_policy_load_params *param
 
 /* The effective policy as a JSON document in the schema's own form (every key, defaults
  * filled in, unset knobs as null): the output of --print-policy, which loads back to the
- * same policy. Caller frees. */
+ * same policy (not so for one loaded with host_warnings: users unknown on this host are not
+ * in it). Caller frees. */
 int tune_policy_to_json(const tune_policy *p, char **ret);
