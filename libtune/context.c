@@ -118,10 +118,12 @@ bool tune_exists(const tune_ctx *ctx, const char *path) {
         return true;
 }
 
-int tune_read_file(const tune_ctx *ctx, const char *path, size_t max, char **ret, size_t *ret_len) {
+int tune_read_prefix(const tune_ctx *ctx, const char *path, size_t max, char **ret, size_t *ret_len,
+                     bool *ret_truncated) {
         _cleanup_close_ int fd = -EBADF;
         _cleanup_free_ char *buf = NULL;
         size_t len = 0, cap = 4096;
+        bool truncated = false;
 
         fd = tune_open(ctx, path, O_RDONLY | O_NOCTTY, 0);
         if (fd < 0)
@@ -136,9 +138,16 @@ int tune_read_file(const tune_ctx *ctx, const char *path, size_t max, char **ret
         for (;;) {
                 ssize_t n;
 
+                if (len == max) {
+                        /* Full: is there more? One byte tells. */
+                        char probe;
+                        do
+                                n = read(fd, &probe, 1);
+                        while (n < 0 && errno == EINTR);
+                        truncated = n > 0;
+                        break;
+                }
                 if (len + 1 >= cap) {
-                        if (cap > max)
-                                return -EFBIG;
                         size_t ncap = cap * 2 > max + 1 ? max + 1 : cap * 2;
                         char *nb = realloc(buf, ncap);
                         if (!nb)
@@ -159,7 +168,25 @@ int tune_read_file(const tune_ctx *ctx, const char *path, size_t max, char **ret
         buf[len] = 0;
         if (ret_len)
                 *ret_len = len;
+        if (ret_truncated)
+                *ret_truncated = truncated;
         *ret = TAKE_PTR(buf);
+        return 0;
+}
+
+int tune_read_file(const tune_ctx *ctx, const char *path, size_t max, char **ret, size_t *ret_len) {
+        bool truncated;
+        char *buf;
+        int r;
+
+        r = tune_read_prefix(ctx, path, max, &buf, ret_len, &truncated);
+        if (r < 0)
+                return r;
+        if (truncated) {
+                free(buf);
+                return -EFBIG;
+        }
+        *ret = buf;
         return 0;
 }
 

@@ -15,61 +15,6 @@
 #include "npu-tuned/parse.h"
 #include "npu-tuned/proc.h"
 
-/* Read at most max bytes; unlike tune_read_file(), a longer file is cut, not refused. The
- * buffer gets one NUL past the data. */
-static int read_prefix(const tune_ctx *ctx, const char *path, size_t max, char **ret, size_t *ret_len,
-                       bool *ret_truncated) {
-        _cleanup_close_ int fd = -EBADF;
-        _cleanup_free_ char *buf = NULL;
-        size_t len = 0, cap = 4096;
-
-        fd = tune_open(ctx, path, O_RDONLY | O_NOCTTY, 0);
-        if (fd < 0)
-                return fd;
-        if (cap > max + 1)
-                cap = max + 1;
-        buf = malloc(cap);
-        if (!buf)
-                return -ENOMEM;
-        for (;;) {
-                ssize_t n;
-
-                if (len == max) {
-                        char probe;
-                        do
-                                n = read(fd, &probe, 1);
-                        while (n < 0 && errno == EINTR);
-                        if (ret_truncated)
-                                *ret_truncated = n > 0;
-                        break;
-                }
-                if (len + 1 >= cap) {
-                        size_t ncap = cap * 2 > max + 1 ? max + 1 : cap * 2;
-                        char *nb = realloc(buf, ncap);
-                        if (!nb)
-                                return -ENOMEM;
-                        buf = nb;
-                        cap = ncap;
-                }
-                n = read(fd, buf + len, cap - 1 - len);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return negative_errno();
-                }
-                if (n == 0) {
-                        if (ret_truncated)
-                                *ret_truncated = false;
-                        break;
-                }
-                len += (size_t) n;
-        }
-        buf[len] = 0;
-        *ret_len = len;
-        *ret = TAKE_PTR(buf);
-        return 0;
-}
-
 static int pid_path(char *buf, size_t size, pid_t pid, pid_t tid, const char *file) {
         if (pid <= 0 || tid < 0)
                 return -EINVAL;
@@ -87,7 +32,7 @@ int tune_proc_read_stat(const tune_ctx *ctx, pid_t pid, tune_proc_stat *ret) {
         r = pid_path(path, sizeof path, pid, 0, "stat");
         if (r < 0)
                 return r;
-        r = read_prefix(ctx, path, 4096, &text, &len, NULL);
+        r = tune_read_prefix(ctx, path, 4096, &text, &len, NULL);
         if (r < 0)
                 return r;
         return tune_parse_proc_stat(text, ret);
@@ -102,7 +47,7 @@ int tune_proc_read_status(const tune_ctx *ctx, pid_t pid, tune_proc_status *ret)
         r = pid_path(path, sizeof path, pid, 0, "status");
         if (r < 0)
                 return r;
-        r = read_prefix(ctx, path, TUNE_STATUS_MAX, &text, &len, NULL);
+        r = tune_read_prefix(ctx, path, TUNE_STATUS_MAX, &text, &len, NULL);
         if (r < 0)
                 return r;
         return tune_parse_proc_status(text, ret);
@@ -117,7 +62,7 @@ int tune_proc_read_comm(const tune_ctx *ctx, pid_t pid, pid_t tid, char ret[stat
         r = pid_path(path, sizeof path, pid, tid, "comm");
         if (r < 0)
                 return r;
-        r = read_prefix(ctx, path, 64, &text, &len, NULL);
+        r = tune_read_prefix(ctx, path, 64, &text, &len, NULL);
         if (r < 0)
                 return r;
         if (memchr(text, 0, len))
@@ -134,7 +79,7 @@ int tune_proc_read_cmdline(const tune_ctx *ctx, pid_t pid, char **ret) {
         r = pid_path(path, sizeof path, pid, 0, "cmdline");
         if (r < 0)
                 return r;
-        r = read_prefix(ctx, path, TUNE_CMDLINE_MAX, &raw, &len, NULL);
+        r = tune_read_prefix(ctx, path, TUNE_CMDLINE_MAX, &raw, &len, NULL);
         if (r < 0)
                 return r;
         return tune_cmdline_join(raw, len, ret);
@@ -148,7 +93,7 @@ int tune_proc_read_environ(const tune_ctx *ctx, pid_t pid, char **ret, size_t *r
         r = pid_path(path, sizeof path, pid, 0, "environ");
         if (r < 0)
                 return r;
-        r = read_prefix(ctx, path, TUNE_ENVIRON_MAX, ret, ret_len, &truncated);
+        r = tune_read_prefix(ctx, path, TUNE_ENVIRON_MAX, ret, ret_len, &truncated);
         if (r < 0)
                 return r;
         if (ret_truncated)
@@ -185,7 +130,7 @@ int tune_proc_read_cgroup(const tune_ctx *ctx, pid_t pid, char **ret) {
         r = pid_path(path, sizeof path, pid, 0, "cgroup");
         if (r < 0)
                 return r;
-        r = read_prefix(ctx, path, TUNE_CGROUP_MAX, &text, &len, NULL);
+        r = tune_read_prefix(ctx, path, TUNE_CGROUP_MAX, &text, &len, NULL);
         if (r < 0)
                 return r;
         if (memchr(text, 0, len))

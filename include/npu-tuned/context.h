@@ -37,6 +37,10 @@ int tune_opendir(const tune_ctx *ctx, const char *path, DIR **ret);
 bool tune_exists(const tune_ctx *ctx, const char *path);
 /* Read a whole file, at most max bytes (-EFBIG if longer), NUL terminated. *ret_len may be NULL. */
 int tune_read_file(const tune_ctx *ctx, const char *path, size_t max, char **ret, size_t *ret_len);
+/* Read at most max bytes (0: TUNE_READ_MAX); a longer file is cut, not refused, and
+ * *ret_truncated (may be NULL) says so. NUL terminated. */
+int tune_read_prefix(const tune_ctx *ctx, const char *path, size_t max, char **ret, size_t *ret_len,
+                     bool *ret_truncated);
 /* Read the file and strip trailing whitespace/newlines. */
 int tune_read_string(const tune_ctx *ctx, const char *path, char **ret);
 int tune_read_int(const tune_ctx *ctx, const char *path, long *ret);
