@@ -14,6 +14,8 @@
 
 #include "connector.h"
 #include "log.h"
+#include "npu-tuned/context.h"
+#include "npu-tuned/parse.h"
 
 /* Linux 6.6 takes an event filter with the listen request (struct proc_input in newer
  * headers). Older kernels ignore a request of this size entirely. */
@@ -250,31 +252,30 @@ static uint64_t now_ms(void) {
         return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
 }
 
-/* Best effort, for the message: which namespace we are in. */
+/* Best effort, for the message: which namespace we are in. This is about the daemon's own
+ * process, so it reads the live /proc (through the resolver, like every other path). */
 static const char *namespace_hint(void) {
-        char line[256];
-        FILE *f;
+        _cleanup_(tune_ctx_freep) tune_ctx *live = NULL;
+        _cleanup_free_ char *uid_map = NULL, *status = NULL;
         bool userns = false, pidns = false;
+        const char *v;
+        size_t len;
 
+        if (tune_ctx_new("/", &live) < 0)
+                return "";
         /* The initial user namespace maps all 2^32 ids; a new one maps fewer, or none. */
-        f = fopen("/proc/self/uid_map", "re");
-        if (f) {
+        if (tune_read_string(live, "/proc/self/uid_map", &uid_map) >= 0) {
                 unsigned long a, b, n;
-                userns = !fgets(line, sizeof line, f) || sscanf(line, "%lu %lu %lu", &a, &b, &n) != 3 ||
-                         n != 4294967295UL;
-                fclose(f);
+                userns = sscanf(uid_map, "%lu %lu %lu", &a, &b, &n) != 3 || n != 4294967295UL;
         }
         /* NSpid lists one pid per PID namespace level (as far as this /proc sees). */
-        f = fopen("/proc/self/status", "re");
-        if (f) {
-                while (fgets(line, sizeof line, f))
-                        if (strncmp(line, "NSpid:", 6) == 0) {
-                                unsigned levels = 0;
-                                for (char *p = strtok(line + 6, " \t\n"); p; p = strtok(NULL, " \t\n"))
-                                        levels++;
-                                pidns = levels > 1;
-                        }
-                fclose(f);
+        if (tune_read_file(live, "/proc/self/status", 0, &status, NULL) >= 0 &&
+            tune_find_key(status, "NSpid", &v, &len) >= 0) {
+                unsigned levels = 0;
+                for (size_t i = 0; i < len; i++)
+                        if ((i == 0 || v[i - 1] == ' ' || v[i - 1] == '\t') && v[i] != ' ' && v[i] != '\t')
+                                levels++;
+                pidns = levels > 1;
         }
         if (userns && pidns)
                 return " This process runs in a user namespace and a PID namespace.";
