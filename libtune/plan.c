@@ -794,7 +794,9 @@ static int decide_memory_for(const plan_state *s, plan_claim *c, unsigned h, uin
                 const tune_node *n = &s->t->nodes[i];
                 int d = distance_or_unknown(s->t, home->id, n->id);
 
-                if (i == h || n->mem_total_kib == 0 || n->mem_free_kib < min_free)
+                /* An accelerator's own memory (GPU memory as a CPU-less node) never takes a
+                 * process's host memory. */
+                if (i == h || n->mem_total_kib == 0 || n->mem_free_kib < min_free || n->accelerator_memory)
                         continue;
                 if (!best || d < best_d || (d == best_d && n->mem_free_kib > best->mem_free_kib)) {
                         best = n;

@@ -36,7 +36,7 @@ static const known_difference KNOWN_DIFFERENCES[] = {
         { "8em64t-2s2ca2c-buggynuma", "nodes",
           "the kernel lists 8 nodes that each hold every CPU; hwloc discards such NUMA information "
           "as buggy and shows one node. npu-tuned reports the kernel's nodes and flags them as "
-          "overlapping (tune_topology.nodes_overlap) so placement treats them as one." },
+          "overlapping (tune_topology.nodes_overlap; --print-topology warns)." },
         { "32em64t-2n8c+dax+nvme+mic+dimms", "0000:00:02.0",
           "the kernel's local_cpus for this one function says CPUs 0-3 (numa_node -1) while the rest "
           "of bus 00 says 0-7; hwloc gives every function below a host bridge the bridge's locality. "

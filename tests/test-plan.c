@@ -194,6 +194,20 @@ static void test_seed_memory_case(void **state) {
                 tune_placement_done(&out);
         }
 
+        /* An accelerator's own memory exposed as a node (NVIDIA GPU memory on POWER9 or
+         * Grace) never takes host memory, however near and free: node 1 becomes one. */
+        {
+                tune_policy_rule rule = make_rule(2, 8, 4 * GIB_KIB);
+                tune_plan_request req = { .rule = &rule, .accels = &ptr, .n_accels = 1 };
+                tune_placement out = {};
+
+                t->nodes[1].accelerator_memory = true;
+                assert_int_equal(tune_plan(t, &params, &req, 1, &out), 0);
+                assert_set(&out.mem_nodes, "3");
+                t->nodes[1].accelerator_memory = false;
+                tune_placement_done(&out);
+        }
+
         /* No node has the minimum: memory is left alone and the plan says so. */
         tune_policy_rule rule = make_rule(2, 8, 64 * GIB_KIB);
         tune_plan_request req = { .rule = &rule, .accels = &ptr, .n_accels = 1 };

@@ -39,8 +39,8 @@ typedef struct tune_topology {
          * (from proc/self/status below the root). */
         tune_cpuset usable;
         bool numa_from_sysfs; /* false: kernel without NUMA sysfs, one synthetic node 0 */
-        /* Firmware nonsense: some CPU is listed in two nodes. Placement must not trust the
-         * node split then (hwloc discards such NUMA information too). */
+        /* Firmware nonsense: some CPU is listed in two nodes (hwloc discards such NUMA
+         * information). Reported by --print-topology; the planner does not use it yet. */
         bool nodes_overlap;
 } tune_topology;
 
