@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <numa.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -22,18 +23,19 @@
 #define SCAN_FACTOR 16
 #define NODEMASK_WORDS (TUNE_MEMMOVE_NODEMASK_BITS / (8 * sizeof(unsigned long)))
 
-/* ---- the kernel backend ---- */
+/* ---- the kernel backend: libnuma, which always acts on the live system ---- */
 
 static long kernel_migrate_pages(void *userdata, pid_t pid, const unsigned long *old_nodes, const unsigned long *new_nodes) {
-        /* maxnode is one more than the bits the kernel reads (a historic off-by-one that
-         * libnuma also compensates for). */
-        long r = syscall(SYS_migrate_pages, (long) pid, (unsigned long) TUNE_MEMMOVE_NODEMASK_BITS + 1, old_nodes, new_nodes);
+        /* libnuma's bitmasks over our fixed-width masks (no copy: same word layout). */
+        struct bitmask from = { .size = TUNE_MEMMOVE_NODEMASK_BITS, .maskp = (unsigned long *) old_nodes };
+        struct bitmask to = { .size = TUNE_MEMMOVE_NODEMASK_BITS, .maskp = (unsigned long *) new_nodes };
+        long r = numa_migrate_pages((int) pid, &from, &to);
         return r < 0 ? negative_errno() : r;
 }
 
 static long kernel_move_pages(void *userdata, pid_t pid, unsigned long count, void **pages, const int *nodes,
                               int *status, int flags) {
-        long r = syscall(SYS_move_pages, (long) pid, count, pages, nodes, status, flags);
+        long r = numa_move_pages((int) pid, count, pages, nodes, status, flags);
         return r < 0 ? negative_errno() : r;
 }
 
