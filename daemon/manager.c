@@ -80,6 +80,16 @@ static int manager_start_watcher(Manager *m) {
         return watcher_start(m->watcher);
 }
 
+/* A live policy reload would have to swap the policy under the watcher's matched
+ * processes, the placer's borrowed rules and accelerators, and the knob plan at once; until
+ * that is built, SIGHUP must at least not kill the daemon (its default action), which
+ * would leave affinities behind. */
+static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        log_notice("Received SIGHUP: reloading the policy in place is not supported yet; restart the service "
+                   "(systemctl restart npu-tuned) to apply policy changes. Check them first with npu-tuned --check-policy.");
+        return 0;
+}
+
 int manager_start(Manager *m) {
         sd_event_source *s = NULL;
         sigset_t mask;
@@ -88,6 +98,7 @@ int manager_start(Manager *m) {
         sigemptyset(&mask);
         sigaddset(&mask, SIGTERM);
         sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGHUP);
         if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
                 return log_error_errno(errno, "Failed to block signals: %m");
         r = sd_event_add_signal(m->event, &s, SIGTERM, on_signal, m);
@@ -100,6 +111,12 @@ int manager_start(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Failed to watch SIGINT: %m");
         (void) sd_event_source_set_description(s, "sigint");
+        sd_event_source_set_floating(s, true);
+        sd_event_source_unref(s);
+        r = sd_event_add_signal(m->event, &s, SIGHUP, on_sighup, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to watch SIGHUP: %m");
+        (void) sd_event_source_set_description(s, "sighup");
         sd_event_source_set_floating(s, true);
         sd_event_source_unref(s);
         r = sd_event_set_watchdog(m->event, true);

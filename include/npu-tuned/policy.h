@@ -147,10 +147,10 @@ typedef struct tune_policy_rule {
         tune_policy_role control;
         tune_policy_role compute;
 
-        /* The pool of a process is the CPUs of its accelerator's node, or, when that node
-         * has less than memory_min_free_kib free, of the nearest node (by distance) that
-         * has it (where its memory goes too); minus housekeeping CPUs. control.cpus and
-         * compute.cpus are carved from it. */
+        /* The pool of a process is CPUs of its accelerators' nodes minus housekeeping CPUs,
+         * shared fairly with other processes there (libtune/plan.c); control.cpus and
+         * compute.cpus are carved from it. Memory goes to the accelerator's node if it has
+         * memory_min_free_kib free, else to the nearest node that has; the CPUs stay. */
         bool memory_migrate;
         unsigned memory_settle_delay_ms; /* default 30000 */
         uint64_t memory_min_free_kib;    /* a node takes the memory only with this much free;
