@@ -4,6 +4,7 @@
  *   journal -> write -> watch for changes by others -> SIGTERM -> restore -> remove journal.
  * libtune does the work and returns reasons; this file logs them. */
 #include <dirent.h>
+#include <fcntl.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -19,6 +20,7 @@
 #include "knobs.h"
 #include "log.h"
 #include "manager.h"
+#include "placement.h"
 
 #define RECONCILE_INTERVAL_MS_DEFAULT 10000u
 
@@ -377,7 +379,13 @@ int knobs_start(Manager *m) {
                 return 0;
         }
 
-        r = tune_journal_lock(o->state_dir);
+        if (m->state_lock_fd >= 0) {
+                /* manager.c took it before the watcher started. */
+                r = fcntl(m->state_lock_fd, F_DUPFD_CLOEXEC, 3);
+                if (r < 0)
+                        r = negative_errno();
+        } else
+                r = tune_journal_lock(o->state_dir);
         if (r == -EBUSY)
                 return log_error_errno(r, "Another npu-tuned holds the state directory %s.", o->state_dir);
         if (r < 0) {
@@ -459,6 +467,7 @@ int run_restore(const daemon_options *o) {
         Knobs k = { .lock_fd = -EBADF };
         Manager m = { .options = o };
         tune_knob_hooks hooks;
+        bool affinity_failed;
         struct stat st;
         int r;
 
@@ -481,13 +490,15 @@ int run_restore(const daemon_options *o) {
                 log_error_errno(lock_fd, "Failed to lock the state directory %s: %m", o->state_dir);
                 return 1;
         }
+        /* Affinities of processes a killed daemon had placed (not below a test root). */
+        affinity_failed = tune_ctx_is_live(ctx) && placement_restore_records(ctx, o->state_dir) < 0;
         r = load_previous(ctx, o->state_dir, &j);
         if (r < 0)
                 return 1;
         if (!j) {
                 (void) tune_journal_delete(o->state_dir); /* a stale temp file */
                 log_info("No knob journal in %s: nothing to restore.", o->state_dir);
-                return 0;
+                return affinity_failed ? 1 : 0;
         }
         m.ctx = ctx;
         k.m = &m;
@@ -500,5 +511,5 @@ int run_restore(const daemon_options *o) {
                 return 1;
         }
         log_info("Host knobs restored; journal removed.");
-        return 0;
+        return affinity_failed ? 1 : 0;
 }

@@ -3,9 +3,11 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <systemd/sd-daemon.h>
 
 #include "knobs.h"
+#include "npu-tuned/journal.h"
 #include "log.h"
 #include "manager.h"
 #include "npu-tuned/policy.h"
@@ -22,6 +24,8 @@ Manager *manager_free(Manager *m) {
         tune_policy_free(m->policy);
         tune_topology_free(m->topology);
         tune_ctx_free(m->ctx);
+        if (m->state_lock_fd >= 0)
+                close(m->state_lock_fd);
         sd_event_unref(m->event);
         free(m);
         return NULL;
@@ -35,6 +39,7 @@ int manager_new(const daemon_options *o, Manager **ret) {
         if (!m)
                 return log_oom();
         m->options = o;
+        m->state_lock_fd = -EBADF;
         r = sd_event_default(&m->event);
         if (r < 0)
                 return log_error_errno(r, "Failed to allocate event loop: %m");
@@ -71,6 +76,21 @@ static int manager_start_watcher(Manager *m) {
         int r;
 
         watcher_params_from_policy(policy, &params);
+        if (!manager_dry_run(m)) {
+                /* A daemon killed before it could restore left affinity records: give those
+                 * processes their originals back BEFORE the first scan places them again,
+                 * so that the new records hold their true originals, not our old values. */
+                r = tune_journal_lock(m->options->state_dir);
+                if (r == -EBUSY)
+                        return log_error_errno(r, "Another npu-tuned holds the state directory %s.", m->options->state_dir);
+                if (r < 0)
+                        log_warning_errno(r, "Failed to lock the state directory %s, leaving affinity records of a "
+                                             "previous run: %m", m->options->state_dir);
+                else {
+                        m->state_lock_fd = r;
+                        (void) placement_restore_records(m->ctx, m->options->state_dir);
+                }
+        }
         r = placement_new(m, &m->placement);
         if (r < 0)
                 return r;

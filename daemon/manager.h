@@ -22,6 +22,7 @@ typedef struct Manager {
         bool live; /* root is "/" and the watcher may act on real processes */
         struct Watcher *watcher; /* the process watcher; NULL unless live */
         struct Placement *placement; /* the watcher's consumer: daemon/placement.c */
+        int state_lock_fd; /* the state directory's lock when taken before the watcher; else < 0 */
 } Manager;
 
 int manager_new(const daemon_options *o, Manager **ret);

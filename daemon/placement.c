@@ -7,6 +7,8 @@
 #include "log.h"
 #include "manager.h"
 #include "npu-tuned/affinity.h"
+#include "npu-tuned/affinity-record.h"
+#include "npu-tuned/knob.h"
 #include "npu-tuned/memmove.h"
 #include "npu-tuned/numa-maps.h"
 #include "placement.h"
@@ -18,6 +20,8 @@ struct Placement {
         struct Manager *manager;
         tune_placer *placer;
         tune_cpuset all_nodes;
+        char *boot_id;          /* for the affinity records */
+        bool record_error_logged;
 };
 
 /* Per managed process: managed_process.userdata. */
@@ -26,6 +30,11 @@ typedef struct placed_process {
         pid_t pid;
         uint64_t key;
         tune_affinity_journal journal;
+        /* What STATE_DIR/affinity-PID.json holds (see record_before_set()). */
+        tune_affinity_record record;
+        bool recorded;
+        bool restore_on_stop;   /* the rule's, for the record */
+        tune_affinity_backend backend; /* the kernel's, recording before each set */
         sd_event_source *memory_timer; /* the settle delay, then migration steps */
         tune_memmove *memmove;
         uint64_t matched_usec;
@@ -55,6 +64,7 @@ static void placed_process_free(placed_process *pp) {
         sd_event_source_disable_unref(pp->memory_timer);
         tune_memmove_free(pp->memmove);
         tune_affinity_journal_done(&pp->journal);
+        tune_affinity_record_done(&pp->record);
         free(pp);
 }
 
@@ -93,6 +103,172 @@ static void log_placement(const managed_process *mp, const tune_placement *pl, b
                 log_debug("  pid %d: %s", mp->pid, pl->reasons[i]);
 }
 
+/* ---- the affinity record: originals persisted before the first pin ----
+ *
+ * The in-memory journal (pp->journal) is what SIGTERM restores; the record in the state
+ * directory is what `npu-tuned --restore` and the next start restore after a SIGKILL.
+ * Writing it before every sched_setaffinity would mean one fsync'ed file per thread in
+ * the burst at match time, so it is written before a set only when the record would no
+ * longer describe the thread after it:
+ *   - the process has no record yet (its first pin);
+ *   - the thread is in the record with another applied set or original (a re-plan);
+ *   - the thread is not in the record and either gets a set the record does not list
+ *     (tune_affinity_restore() only recognises threads missing from the record by an
+ *     applied set), or has an original other than the process's (it had re-bound itself
+ *     before we came: its own original would be lost).
+ * So a placement of N threads in R roles writes about R times; threads born later (which
+ * inherit a recorded set and get a recorded role set) write nothing. Exited threads stay
+ * in the record until the next write (harmless: restore skips threads that are gone). */
+
+static const tune_cpuset *record_process_original(const tune_affinity_journal *j) {
+        const tune_affinity_entry *e = tune_affinity_journal_find(j, j->pid);
+        if (e)
+                return &e->original;
+        return j->n > 0 ? &j->entries[0].original : NULL;
+}
+
+static bool record_has_applied(const tune_affinity_journal *j, const tune_cpuset *s) {
+        for (unsigned i = 0; i < j->n; i++)
+                if (tune_cpuset_equal(&j->entries[i].applied, s))
+                        return true;
+        return false;
+}
+
+static bool record_needs_write(const placed_process *pp, const tune_affinity_entry *live, const tune_cpuset *cpus) {
+        const tune_affinity_entry *rec;
+        const tune_cpuset *process_original;
+
+        if (!pp->recorded || pp->record.restore_on_stop != pp->restore_on_stop)
+                return true;
+        rec = tune_affinity_journal_find(&pp->record.journal, live->tid);
+        if (rec)
+                return !tune_cpuset_equal(&rec->applied, cpus) || !tune_cpuset_equal(&rec->original, &live->original);
+        process_original = record_process_original(&pp->record.journal);
+        return !record_has_applied(&pp->record.journal, cpus) || !process_original ||
+               !tune_cpuset_equal(process_original, &live->original);
+}
+
+/* Persist what thread tid of pp will have after sched_setaffinity(cpus): called by the
+ * recording backend right before it. An error refuses the set (no unrecorded pin). */
+static int record_before_set(placed_process *pp, pid_t tid, const tune_cpuset *cpus) {
+        Placement *p = pp->owner;
+        const tune_affinity_entry *live = tune_affinity_journal_find(&pp->journal, tid);
+        tune_affinity_record next = { .restore_on_stop = pp->restore_on_stop };
+        tune_affinity_entry *e;
+        int r;
+
+        if (!live)
+                return -EINVAL; /* affinity.c journals a thread before it sets it */
+        if (!record_needs_write(pp, live, cpus))
+                return 0;
+        next.boot_id = strdup(p->boot_id ? p->boot_id : "");
+        if (!next.boot_id)
+                return -ENOMEM;
+        r = tune_affinity_journal_copy(&next.journal, &pp->journal);
+        if (r >= 0) {
+                e = (tune_affinity_entry *) tune_affinity_journal_find(&next.journal, tid);
+                r = tune_cpuset_copy(&e->applied, cpus);
+        }
+        if (r >= 0)
+                r = tune_affinity_record_save(p->manager->options->state_dir, &next);
+        if (r < 0) {
+                if (!p->record_error_logged)
+                        log_warning_errno(r, "Failed to record the original CPU affinities of pid %d in %s: %m; its "
+                                             "threads are left as they are.",
+                                          pp->pid, p->manager->options->state_dir);
+                p->record_error_logged = true;
+                tune_affinity_record_done(&next);
+                return r;
+        }
+        tune_affinity_record_done(&pp->record);
+        pp->record = next;
+        pp->recorded = true;
+        return 0;
+}
+
+static int recording_get(void *userdata, pid_t tid, tune_cpuset *ret) {
+        return tune_affinity_backend_kernel.get(tune_affinity_backend_kernel.userdata, tid, ret);
+}
+
+static int recording_set(void *userdata, pid_t tid, const tune_cpuset *cpus) {
+        int r = record_before_set(userdata, tid, cpus);
+        if (r < 0)
+                return r;
+        return tune_affinity_backend_kernel.set(tune_affinity_backend_kernel.userdata, tid, cpus);
+}
+
+static void record_remove(Placement *p, placed_process *pp) {
+        int r;
+
+        if (!pp->recorded)
+                return;
+        r = tune_affinity_record_delete(p->manager->options->state_dir, pp->pid);
+        if (r < 0)
+                log_warning_errno(r, "Failed to remove the affinity record of pid %d from %s: %m", pp->pid,
+                                  p->manager->options->state_dir);
+        pp->recorded = false;
+}
+
+/* Give one recorded process its originals back. Returns < 0 when it could not be
+ * restored and the record is kept (for a later --restore). */
+static int restore_record(const tune_ctx *ctx, const char *state_dir, const char *boot_id, pid_t pid) {
+        _cleanup_(tune_affinity_record_done) tune_affinity_record rec = {};
+        tune_affinity_stats stats = {};
+        int r;
+
+        r = tune_affinity_record_load(state_dir, pid, &rec);
+        if (r == -ENOENT)
+                return 0;
+        if (r == -EBADMSG || r == -EPROTONOSUPPORT)
+                return log_error_errno(r, "%s/" TUNE_AFFINITY_RECORD_PREFIX "%d" TUNE_AFFINITY_RECORD_SUFFIX
+                                          " is %s: leaving pid %d's affinity as it is. Inspect and remove it.",
+                                       state_dir, pid, r == -EBADMSG ? "corrupt" : "from a newer npu-tuned", pid);
+        if (r < 0)
+                return log_error_errno(r, "Failed to read the affinity record of pid %d in %s: %m", pid, state_dir);
+        if (*rec.boot_id && boot_id && *boot_id && !streq(rec.boot_id, boot_id))
+                log_info("The affinity record of pid %d is from an earlier boot: discarding it.", pid);
+        else if (!rec.restore_on_stop)
+                log_info("pid %d keeps its CPU affinity (its rule says restore_on_stop: false).", pid);
+        else {
+                r = tune_affinity_restore(ctx, NULL, &rec.journal, &stats);
+                if (r == -ESRCH || r == -ENOENT)
+                        log_info("pid %d (start time %llu) is gone: nothing to give back.", pid,
+                                 (unsigned long long) rec.journal.start_time);
+                else if (r < 0)
+                        return log_warning_errno(r, "Failed to give pid %d its original CPU affinity back: %m; its "
+                                                    "record is kept.", pid);
+                else
+                        log_info("Gave %u thread(s) of pid %d their original CPU affinity back%s.", stats.set, pid,
+                                 stats.skipped ? " (threads that re-bound themselves were left alone)" : "");
+        }
+        r = tune_affinity_record_delete(state_dir, pid);
+        if (r < 0)
+                return log_warning_errno(r, "Failed to remove the affinity record of pid %d: %m", pid);
+        return 0;
+}
+
+int placement_restore_records(const tune_ctx *ctx, const char *state_dir) {
+        _cleanup_free_ pid_t *pids = NULL;
+        _cleanup_free_ char *boot_id = NULL;
+        unsigned n = 0, failed = 0;
+        int r;
+
+        r = tune_affinity_record_list(state_dir, &pids, &n);
+        if (r < 0)
+                return log_error_errno(r, "Failed to list the affinity records in %s: %m", state_dir);
+        if (n == 0)
+                return 0;
+        if (!tune_ctx_is_live(ctx))
+                return log_error_errno(EOPNOTSUPP, "%u affinity record(s) in %s, but the root is not \"/\": leaving them.",
+                                       n, state_dir);
+        (void) tune_knob_boot_id(ctx, &boot_id);
+        log_info("Found %u affinity record(s) of a previous run in %s: restoring.", n, state_dir);
+        for (unsigned i = 0; i < n; i++)
+                if (restore_record(ctx, state_dir, boot_id, pids[i]) < 0)
+                        failed++;
+        return failed > 0 ? -EIO : 0;
+}
+
 /* Pin every thread of mp by role. */
 static void apply_process(Placement *p, managed_process *mp) {
         placed_process *pp = mp->userdata;
@@ -103,7 +279,8 @@ static void apply_process(Placement *p, managed_process *mp) {
         if (!pl || pl->action != TUNE_PLACEMENT_PLACE)
                 return;
         tune_thread_target target = { .placement = pl, .rule = mp->rule };
-        r = tune_affinity_apply(p->manager->ctx, NULL, mp->pid, tune_thread_target_choose, &target, &pp->journal, &stats);
+        pp->restore_on_stop = mp->rule->restore_on_stop;
+        r = tune_affinity_apply(p->manager->ctx, &pp->backend, mp->pid, tune_thread_target_choose, &target, &pp->journal, &stats);
         if (r == -ESRCH)
                 return; /* gone: its exit event follows */
         if (r == -EAGAIN)
@@ -274,6 +451,7 @@ static void on_process_matched(Watcher *w, managed_process *mp, void *userdata) 
         pp->key = placement_key(mp->pid, mp->start_time);
         pp->matched_usec = now_usec();
         pp->journal.start_time = mp->start_time;
+        pp->backend = (tune_affinity_backend){ .get = recording_get, .set = recording_set, .userdata = pp };
         mp->userdata = pp;
         place(p, mp);
 }
@@ -306,7 +484,8 @@ static void apply_one_thread(Placement *p, managed_process *mp, managed_thread *
             manager_dry_run(p->manager))
                 return;
         tune_thread_target target = { .placement = pl, .rule = mp->rule };
-        r = tune_affinity_apply_thread(p->manager->ctx, NULL, mp->pid, t->tid, tune_thread_target_choose, &target,
+        pp->restore_on_stop = mp->rule->restore_on_stop;
+        r = tune_affinity_apply_thread(p->manager->ctx, &pp->backend, mp->pid, t->tid, tune_thread_target_choose, &target,
                                        &pp->journal, &stats);
         if (r < 0 && r != -ESRCH)
                 log_warning_errno(r, "Failed to set the CPU affinity of thread %d of pid %d, ignoring: %m", t->tid, mp->pid);
@@ -331,14 +510,18 @@ static void on_process_exit(Watcher *w, managed_process *mp, watcher_exit_reason
         Placement *p = userdata;
         placed_process *pp = mp->userdata;
         tune_keys changed = {};
+        bool keep_record = false;
 
         if (!pp)
                 return;
         if (reason == WATCHER_EXIT_STOP && mp->rule->restore_on_stop) {
                 tune_affinity_stats stats = {};
                 int r = tune_affinity_restore(p->manager->ctx, NULL, &pp->journal, &stats);
-                if (r < 0 && r != -ESRCH)
-                        log_warning_errno(r, "Failed to give pid %d its original CPU affinity back: %m", mp->pid);
+                if (r < 0 && r != -ESRCH) {
+                        log_warning_errno(r, "Failed to give pid %d its original CPU affinity back: %m%s", mp->pid,
+                                          pp->recorded ? "; its record is kept for npu-tuned --restore" : "");
+                        keep_record = true;
+                }
                 else if (stats.set > 0 || stats.skipped > 0)
                         log_info("Gave %u thread(s) of pid %d their original CPU affinity back%s.", stats.set, mp->pid,
                                  stats.skipped ? " (threads that re-bound themselves were left alone)" : "");
@@ -351,6 +534,8 @@ static void on_process_exit(Watcher *w, managed_process *mp, watcher_exit_reason
                 apply_changed(p, &changed);
         }
         tune_keys_done(&changed);
+        if (!keep_record)
+                record_remove(p, pp);
         log_debug("pid %d no longer managed (%s).", mp->pid, watcher_exit_reason_to_string(reason));
         placed_process_free(pp);
         mp->userdata = NULL;
@@ -402,6 +587,7 @@ int placement_new(struct Manager *m, Placement **ret) {
         r = tune_placer_new(m->topology, &params, &p->placer);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up placement: %m");
+        (void) tune_knob_boot_id(m->ctx, &p->boot_id);
         for (unsigned i = 0; i < m->topology->n_nodes; i++) {
                 r = tune_cpuset_add(&p->all_nodes, (unsigned) m->topology->nodes[i].id);
                 if (r < 0)
@@ -416,6 +602,7 @@ Placement *placement_free(Placement *p) {
                 return NULL;
         tune_placer_free(p->placer);
         tune_cpuset_done(&p->all_nodes);
+        free(p->boot_id);
         free(p);
         return NULL;
 }

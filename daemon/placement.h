@@ -24,3 +24,11 @@ const tune_placement *placement_get(const Placement *p, const managed_process *m
 
 /* Key of a managed process: pid and start time together, so a reused pid is another key. */
 uint64_t placement_key(pid_t pid, uint64_t start_time);
+
+/* Give the processes recorded in state_dir's affinity records (by a daemon that did not
+ * stop cleanly) their original CPU affinities back, where the process is still the one
+ * recorded (pid and start time) and its rule said restore_on_stop, then remove the
+ * records. Called by `npu-tuned --restore` and at start, before the watcher's first scan
+ * places the processes again (which then records their true originals, not ours).
+ * -EIO when some record could not be restored (it is kept); errors are logged. */
+int placement_restore_records(const tune_ctx *ctx, const char *state_dir);

@@ -526,23 +526,21 @@ static int open_state_dir(const char *state_dir, bool create) {
         return fd < 0 ? negative_errno() : fd;
 }
 
-int tune_journal_load(const char *state_dir, tune_journal **ret, unsigned *ret_line) {
+int tune_state_file_read(const char *state_dir, const char *name, size_t max, char **ret, size_t *ret_len) {
         _cleanup_close_ int dfd = -EBADF, fd = -EBADF;
         _cleanup_free_ char *buf = NULL;
         struct stat st;
         size_t len = 0;
 
-        if (ret_line)
-                *ret_line = 0;
         dfd = open_state_dir(state_dir, false);
         if (dfd < 0)
                 return dfd;
-        fd = openat(dfd, TUNE_JOURNAL_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
                 return negative_errno();
         if (fstat(fd, &st) < 0)
                 return negative_errno();
-        if (!S_ISREG(st.st_mode) || (uint64_t) st.st_size > TUNE_JOURNAL_SIZE_MAX)
+        if (!S_ISREG(st.st_mode) || (uint64_t) st.st_size > max)
                 return -EBADMSG;
         buf = malloc((size_t) st.st_size + 1);
         if (!buf)
@@ -560,6 +558,22 @@ int tune_journal_load(const char *state_dir, tune_journal **ret, unsigned *ret_l
                 if (len > (size_t) st.st_size)
                         return -EBADMSG; /* grew under us */
         }
+        buf[len] = 0;
+        *ret = TAKE_PTR(buf);
+        *ret_len = len;
+        return 0;
+}
+
+int tune_journal_load(const char *state_dir, tune_journal **ret, unsigned *ret_line) {
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0;
+        int r;
+
+        if (ret_line)
+                *ret_line = 0;
+        r = tune_state_file_read(state_dir, TUNE_JOURNAL_FILE, TUNE_JOURNAL_SIZE_MAX, &buf, &len);
+        if (r < 0)
+                return r;
         return tune_journal_parse(buf, len, ret, ret_line);
 }
 
@@ -568,16 +582,15 @@ static void step(tune_step_fn fn, const char *what, void *userdata) {
                 fn(what, userdata);
 }
 
-int tune_journal_save(const char *state_dir, const tune_journal *j, tune_step_fn step_fn, void *userdata) {
+int tune_state_file_write(const char *state_dir, const char *name, const char *text, tune_step_fn step_fn,
+                          void *userdata) {
         _cleanup_close_ int dfd = -EBADF, fd = -EBADF;
-        _cleanup_free_ char *text = NULL;
-        const char *tmp = TUNE_JOURNAL_FILE ".tmp";
+        _cleanup_free_ char *tmp = NULL;
         size_t len, done = 0;
         int r;
 
-        r = tune_journal_format(j, &text);
-        if (r < 0)
-                return r;
+        if (asprintf(&tmp, "%s.tmp", name) < 0)
+                return -ENOMEM;
         dfd = open_state_dir(state_dir, true);
         if (dfd < 0)
                 return dfd;
@@ -602,7 +615,7 @@ int tune_journal_save(const char *state_dir, const tune_journal *j, tune_step_fn
                 return r;
         }
         step(step_fn, "journal-synced", userdata);
-        if (renameat(dfd, tmp, dfd, TUNE_JOURNAL_FILE) < 0) {
+        if (renameat(dfd, tmp, dfd, name) < 0) {
                 r = negative_errno();
                 (void) unlinkat(dfd, tmp, 0);
                 return r;
@@ -614,16 +627,29 @@ int tune_journal_save(const char *state_dir, const tune_journal *j, tune_step_fn
         return 0;
 }
 
-int tune_journal_delete(const char *state_dir) {
-        _cleanup_close_ int dfd = -EBADF;
+int tune_journal_save(const char *state_dir, const tune_journal *j, tune_step_fn step_fn, void *userdata) {
+        _cleanup_free_ char *text = NULL;
+        int r;
 
+        r = tune_journal_format(j, &text);
+        if (r < 0)
+                return r;
+        return tune_state_file_write(state_dir, TUNE_JOURNAL_FILE, text, step_fn, userdata);
+}
+
+int tune_state_file_delete(const char *state_dir, const char *name) {
+        _cleanup_close_ int dfd = -EBADF;
+        _cleanup_free_ char *tmp = NULL;
+
+        if (asprintf(&tmp, "%s.tmp", name) < 0)
+                return -ENOMEM;
         dfd = open_state_dir(state_dir, false);
         if (dfd == -ENOENT)
                 return 0;
         if (dfd < 0)
                 return dfd;
-        (void) unlinkat(dfd, TUNE_JOURNAL_FILE ".tmp", 0);
-        if (unlinkat(dfd, TUNE_JOURNAL_FILE, 0) < 0) {
+        (void) unlinkat(dfd, tmp, 0);
+        if (unlinkat(dfd, name, 0) < 0) {
                 if (errno == ENOENT)
                         return 0;
                 return negative_errno();
@@ -631,6 +657,10 @@ int tune_journal_delete(const char *state_dir) {
         if (fsync(dfd) < 0)
                 return negative_errno();
         return 0;
+}
+
+int tune_journal_delete(const char *state_dir) {
+        return tune_state_file_delete(state_dir, TUNE_JOURNAL_FILE);
 }
 
 int tune_journal_lock(const char *state_dir) {

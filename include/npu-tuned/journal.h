@@ -96,3 +96,12 @@ int tune_journal_delete(const char *state_dir);
  * a daemon and `--restore`, or two daemons, never work on one journal at once. -EBUSY when
  * another process holds it. Returns the fd. */
 int tune_journal_lock(const char *state_dir);
+
+/* The same atomic file handling for other state in state_dir (the affinity records): read
+ * a regular file of at most max bytes (NUL-terminated; -EBADMSG when larger or not a
+ * regular file), write one whole (temp file + fsync + rename + fsync(dir)), delete one
+ * (and its temp file; 0 if there was none). name is a plain file name. */
+int tune_state_file_read(const char *state_dir, const char *name, size_t max, char **ret, size_t *ret_len);
+int tune_state_file_write(const char *state_dir, const char *name, const char *text, tune_step_fn step,
+                          void *userdata);
+int tune_state_file_delete(const char *state_dir, const char *name);

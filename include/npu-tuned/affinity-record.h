@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#pragma once
+
+/* The affinity record: the original CPU affinities of a placed process's threads,
+ * persisted in the state directory BEFORE npu-tuned changes them, like the knob journal,
+ * so that `npu-tuned --restore` (after SIGKILL) and the next start can give them back.
+ *
+ * One file per process, STATE_DIR/affinity-PID.json, written whole and atomically (the
+ * knob journal's tune_state_file_write()):
+ *
+ *   {"version":1,"boot_id":"f0c6...","pid":1234,"start_time":98765,"restore_on_stop":true,
+ *    "threads":[{"tid":1234,"original":"0-1","applied":"0"},...]}
+ *
+ * start_time is /proc/PID/stat field 22: with pid, the process's identity (a record never
+ * applies to a process that merely reuses the pid). Threads as tune_affinity_journal
+ * holds them; a thread missing from the record that has one of the applied sets inherited
+ * it and gets the process's original (tune_affinity_restore()). A record that does not
+ * parse is -EBADMSG, one from a newer version -EPROTONOSUPPORT. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "npu-tuned/affinity.h"
+
+#define TUNE_AFFINITY_RECORD_VERSION 1
+#define TUNE_AFFINITY_RECORD_PREFIX "affinity-"
+#define TUNE_AFFINITY_RECORD_SUFFIX ".json"
+#define TUNE_AFFINITY_RECORD_SIZE_MAX (4u * 1024u * 1024u)
+
+typedef struct tune_affinity_record {
+        char *boot_id;                 /* "" unknown */
+        bool restore_on_stop;          /* the rule's, when written */
+        tune_affinity_journal journal; /* pid, start_time, threads (sorted by tid) */
+} tune_affinity_record;
+
+void tune_affinity_record_done(tune_affinity_record *rec);
+/* Deep copy of a journal (into a zeroed or done *dst). */
+int tune_affinity_journal_copy(tune_affinity_journal *dst, const tune_affinity_journal *src);
+
+/* Text form (pure). */
+int tune_affinity_record_format(const tune_affinity_record *rec, char **ret);
+int tune_affinity_record_parse(const char *text, size_t len, tune_affinity_record *ret);
+
+/* "affinity-PID.json" -> PID; -EINVAL for other names (temp files included). */
+int tune_affinity_record_name_pid(const char *name, pid_t *ret);
+
+int tune_affinity_record_save(const char *state_dir, const tune_affinity_record *rec);
+/* -ENOENT when there is none. */
+int tune_affinity_record_load(const char *state_dir, pid_t pid, tune_affinity_record *ret);
+int tune_affinity_record_delete(const char *state_dir, pid_t pid);
+/* The pids that have a record in state_dir, ascending (0 records: *ret NULL; no
+ * directory: 0 records). */
+int tune_affinity_record_list(const char *state_dir, pid_t **ret, unsigned *ret_n);

@@ -1,0 +1,295 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""Placed processes get their original affinities back after the daemon was SIGKILLed.
+
+The real npu-tuned places threads-target as in daemon-live.py (control threads on one CPU,
+compute threads on the other, restore_on_stop: true). Asserted from the kernel (each
+thread's Cpus_allowed_list), not from the daemon's log:
+  1. kill -9 of the daemon leaves the threads placed (the kill really skipped the restore),
+     and STATE/affinity-PID.json exists; `npu-tuned --restore` then gives every thread its
+     original back, except the main thread, which the test re-bound itself meanwhile (left
+     alone), and removes the record;
+  2. kill -9, then START the daemon again (it restores the leftover record before it places
+     the process again), then SIGTERM: every thread is back on its TRUE original, not on
+     the first run's CPUs (the tuned-after-SIGKILL trap);
+  3. a hand-made record naming a live process with another start time (a reused pid) is
+     ignored and removed: the process's affinity is untouched; the same record with the
+     right start time does restore it (so the check above can fail).
+Needs root in the initial namespaces (the proc connector) and 2 online CPUs: skips (77) and
+says which otherwise.
+Usage: affinity-record-live.py NPU_TUNED THREADS_TARGET"""
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+npu_tuned, target_bin = sys.argv[1], sys.argv[2]
+
+
+def skip(why):
+    print(f"SKIP: {why}")
+    sys.exit(77)
+
+
+def fail(why):
+    print(f"FAIL: {why}")
+    sys.exit(1)
+
+
+if os.geteuid() != 0:
+    skip("needs root (the proc connector and placing another process)")
+cpus = sorted(os.sched_getaffinity(0))
+if len(cpus) < 2:
+    skip(f"needs 2 usable CPUs, this machine gives {len(cpus)}")
+control_cpu, compute_cpu = cpus[0], cpus[1]
+original = set(cpus)
+
+
+def allowed(pid, tid):
+    with open(f"/proc/{pid}/task/{tid}/status") as f:
+        for line in f:
+            if line.startswith("Cpus_allowed_list:"):
+                out = set()
+                for part in line.split()[1].split(","):
+                    a, _, b = part.partition("-")
+                    out.update(range(int(a), int(b or a) + 1))
+                return out
+    return None
+
+
+def threads(pid):
+    out = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                out[int(tid)] = f.read().strip()
+        except FileNotFoundError:
+            pass
+    return out
+
+
+def want(pid, tid, comm):
+    if tid == pid or comm.startswith("ctl-"):
+        return {control_cpu}
+    if comm.startswith("work-"):
+        return {compute_cpu}
+    return None
+
+
+def affinities(pid):
+    return {tid: (comm, allowed(pid, tid)) for tid, comm in threads(pid).items()}
+
+
+def wait_placed(pid, n_threads, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = affinities(pid)
+        if len(last) == n_threads and all(want(pid, t, c) == a for t, (c, a) in last.items()):
+            return last
+        time.sleep(0.01)
+    fail(f"threads of {pid} not placed within {timeout} s: {last}")
+
+
+def start_time(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[19])  # field 22
+
+
+def records(state_dir):
+    return sorted(os.path.basename(p) for p in glob.glob(os.path.join(state_dir, "affinity-*")))
+
+
+policy = {
+    "version": 1,
+    "comment": "affinity-record-live: place threads-target on node 0 by role, no host knobs",
+    "host": {"irq": {"housekeeping_cpus_per_node": 0, "steer_accelerator_irqs": False}},
+    "processes": [{
+        "name": "threads-target",
+        "match": {"exe": "*/threads-target", "user": "root"},
+        "accelerators": "none",
+        "unattributed": {"action": "place", "nodes": "0"},
+        "threads": {
+            "control": {"main_thread": True, "names": ["ctl-*"], "cpus": 1},
+            "compute": {"cpus": 1},
+        },
+        "memory": {"migrate": False},
+        "restore_on_stop": True,
+    }],
+}
+
+
+class Run:
+    """A temporary policy and state directory, daemons started in them, one target."""
+
+    def __init__(self, tmp):
+        self.tmp = tmp
+        self.policy_dir = os.path.join(tmp, "policies")
+        self.state_dir = os.path.join(tmp, "state")
+        os.mkdir(self.policy_dir)
+        os.mkdir(self.state_dir, 0o700)
+        path = os.path.join(self.policy_dir, "test.json")
+        with open(path, "w") as f:
+            json.dump(policy, f)
+        os.chmod(path, 0o644)
+        self.log = open(os.path.join(tmp, "daemon.log"), "w+")
+        self.daemon = None
+        self.target = None
+
+    def start_daemon(self):
+        self.log.write("--- start ---\n")
+        self.log.flush()
+        start = self.log.tell()
+        self.daemon = subprocess.Popen([npu_tuned, "--policy-dir", self.policy_dir, "--state-dir", self.state_dir,
+                                        "-v"], stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with open(self.log.name) as f:
+                f.seek(start)
+                if "Running:" in f.read():
+                    return
+            if self.daemon.poll() is not None:
+                fail(f"daemon exited {self.daemon.returncode}: {open(self.log.name).read()}")
+            time.sleep(0.02)
+        fail("daemon did not start within 10 s")
+
+    def kill_daemon(self):
+        self.daemon.send_signal(signal.SIGKILL)
+        self.daemon.wait(10)
+        self.daemon = None
+
+    def stop_daemon(self):
+        self.daemon.send_signal(signal.SIGTERM)
+        rc = self.daemon.wait(10)
+        self.daemon = None
+        if rc != 0:
+            fail(f"daemon exited {rc} on SIGTERM")
+
+    def restore(self):
+        r = subprocess.run([npu_tuned, "--restore", "--state-dir", self.state_dir], stdout=self.log,
+                           stderr=subprocess.STDOUT)
+        if r.returncode != 0:
+            fail(f"npu-tuned --restore exited {r.returncode}: {open(self.log.name).read()}")
+
+    def start_target(self, late=True):
+        args = [target_bin, "--control", "2", "--compute", "2", "--timeout", "60"]
+        if late:
+            args += ["--late-ms", "500"]
+        self.target = subprocess.Popen(args, stdout=subprocess.PIPE)
+        if not self.target.stdout.readline().startswith(b"ready"):
+            fail("threads-target did not start")
+        return self.target.pid
+
+    def close(self):
+        if self.target:
+            self.target.kill()
+            self.target.wait()
+        if self.daemon and self.daemon.poll() is None:
+            self.daemon.kill()
+            self.daemon.wait()
+        self.log.seek(0)
+        print("--- daemon log ---")
+        print(self.log.read())
+
+
+def assert_all_original(pid, what, except_tid=None):
+    for tid, (comm, a) in affinities(pid).items():
+        if tid != except_tid and a != original:
+            fail(f"{what}: thread {tid} ({comm}) has {sorted(a)}, want the original {sorted(original)}")
+
+
+# 1. kill -9, then npu-tuned --restore.
+with tempfile.TemporaryDirectory() as tmp:
+    run = Run(tmp)
+    try:
+        run.start_daemon()
+        pid = run.start_target()
+        wait_placed(pid, 5)
+        time.sleep(0.7)
+        placed = wait_placed(pid, 6)  # the late thread too (placed on its fork/rename events)
+        if records(run.state_dir) != [f"affinity-{pid}.json"]:
+            fail(f"want one record for {pid}, the state dir holds {records(run.state_dir)}")
+        with open(os.path.join(run.state_dir, f"affinity-{pid}.json")) as f:
+            rec = json.load(f)
+        if rec["pid"] != pid or rec["start_time"] != start_time(pid) or rec["restore_on_stop"] is not True:
+            fail(f"record does not name the process: {rec}")
+        run.kill_daemon()
+        time.sleep(0.2)
+        if affinities(pid) != placed:
+            fail(f"after kill -9 the threads changed (was the daemon killed?): {affinities(pid)} != {placed}")
+        print(f"ok: after kill -9 the threads keep the placement and {records(run.state_dir)} is there")
+        # The process re-binds its main thread itself: --restore must leave it alone.
+        os.sched_setaffinity(pid, {compute_cpu})
+        run.restore()
+        assert_all_original(pid, "after --restore", except_tid=pid)
+        if allowed(pid, pid) != {compute_cpu}:
+            fail(f"--restore overrode the main thread's own binding: {sorted(allowed(pid, pid))}")
+        if records(run.state_dir):
+            fail(f"records left after --restore: {records(run.state_dir)}")
+        print(f"ok: --restore gave {len(placed) - 1} threads {sorted(original)} back, left the re-bound main "
+              "thread alone and removed the record")
+    finally:
+        run.close()
+
+# 2. kill -9, start again, SIGTERM: the true originals, not the first run's CPUs.
+with tempfile.TemporaryDirectory() as tmp:
+    run = Run(tmp)
+    try:
+        run.start_daemon()
+        pid = run.start_target(late=False)
+        placed = wait_placed(pid, 5)
+        run.kill_daemon()
+        time.sleep(0.2)
+        if affinities(pid) != placed:
+            fail(f"after kill -9 the threads changed: {affinities(pid)}")
+        run.start_daemon()
+        wait_placed(pid, 5)
+        if records(run.state_dir) != [f"affinity-{pid}.json"]:
+            fail(f"want the new run's record for {pid}: {records(run.state_dir)}")
+        with open(os.path.join(run.state_dir, f"affinity-{pid}.json")) as f:
+            rec = json.load(f)
+        bad = [t for t in rec["threads"] if t["original"] != f"{cpus[0]}-{cpus[-1]}" and len(cpus) == 2]
+        if bad:
+            fail(f"the second run recorded our old values as originals: {bad}")
+        run.stop_daemon()
+        assert_all_original(pid, "after kill -9, restart and SIGTERM")
+        if records(run.state_dir):
+            fail(f"records left after SIGTERM: {records(run.state_dir)}")
+        print(f"ok: kill -9, restart, SIGTERM: every thread back on {sorted(original)}, record removed")
+    finally:
+        run.close()
+
+# 3. A record for a pid that is now another process (start time differs) is ignored.
+with tempfile.TemporaryDirectory() as tmp:
+    run = Run(tmp)
+    try:
+        pid = run.start_target(late=False)
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            boot_id = f.read().strip()
+
+        def craft(start):
+            rec = {"version": 1, "boot_id": boot_id, "pid": pid, "start_time": start, "restore_on_stop": True,
+                   "threads": [{"tid": pid, "original": str(control_cpu),
+                                "applied": ",".join(str(c) for c in cpus)}]}
+            with open(os.path.join(run.state_dir, f"affinity-{pid}.json"), "w") as f:
+                json.dump(rec, f)
+
+        craft(start_time(pid) + 12345)
+        run.restore()
+        if allowed(pid, pid) != original:
+            fail(f"a record with another start time changed pid {pid}: {sorted(allowed(pid, pid))}")
+        if records(run.state_dir):
+            fail(f"the stale record was not removed: {records(run.state_dir)}")
+        print(f"ok: a record with a wrong start time left pid {pid} on {sorted(original)} and was removed")
+        craft(start_time(pid))
+        run.restore()
+        if allowed(pid, pid) != {control_cpu}:
+            fail(f"the same record with the right start time did not restore: {sorted(allowed(pid, pid))}")
+        print("ok: the same record with the right start time does restore (the check above can fail)")
+    finally:
+        run.close()
+print("affinity-record-live: all passed")

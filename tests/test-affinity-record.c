@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The affinity record's text form and file: a round trip, every truncation and bad
+ * contents refused (a record that does not parse restores nothing), the file's name. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "npu-tuned/affinity-record.h"
+
+static void add_entry(tune_affinity_journal *j, pid_t tid, const char *original, const char *applied) {
+        j->entries = realloc(j->entries, (j->n + 1) * sizeof *j->entries);
+        assert_non_null(j->entries);
+        j->entries[j->n] = (tune_affinity_entry){ .tid = tid };
+        assert_int_equal(tune_cpuset_parse_list(&j->entries[j->n].original, original), 0);
+        assert_int_equal(tune_cpuset_parse_list(&j->entries[j->n].applied, applied), 0);
+        j->n++;
+}
+
+static void make(tune_affinity_record *rec) {
+        *rec = (tune_affinity_record){ .boot_id = strdup("f0c62e8c-0e62-4b75-a031-2163bfff8c37"), .restore_on_stop = true };
+        rec->journal.pid = 1234;
+        rec->journal.start_time = 987654321;
+        add_entry(&rec->journal, 1234, "0-63", "0");
+        add_entry(&rec->journal, 1240, "0-63", "1-3");
+        add_entry(&rec->journal, 1251, "4", "2,5");
+}
+
+static void test_roundtrip(void **state) {
+        _cleanup_(tune_affinity_record_done) tune_affinity_record rec = {}, back = {};
+        _cleanup_free_ char *text = NULL, *again = NULL;
+
+        make(&rec);
+        assert_int_equal(tune_affinity_record_format(&rec, &text), 0);
+        assert_int_equal(tune_affinity_record_parse(text, strlen(text), &back), 0);
+        assert_string_equal(back.boot_id, rec.boot_id);
+        assert_true(back.restore_on_stop);
+        assert_int_equal(back.journal.pid, 1234);
+        assert_true(back.journal.start_time == 987654321);
+        assert_int_equal(back.journal.n, 3);
+        for (unsigned i = 0; i < 3; i++) {
+                assert_int_equal(back.journal.entries[i].tid, rec.journal.entries[i].tid);
+                assert_true(tune_cpuset_equal(&back.journal.entries[i].original, &rec.journal.entries[i].original));
+                assert_true(tune_cpuset_equal(&back.journal.entries[i].applied, &rec.journal.entries[i].applied));
+        }
+        assert_int_equal(tune_affinity_record_format(&back, &again), 0);
+        assert_string_equal(text, again);
+}
+
+static void test_every_truncation_refused(void **state) {
+        _cleanup_(tune_affinity_record_done) tune_affinity_record rec = {};
+        _cleanup_free_ char *text = NULL;
+        size_t len;
+
+        make(&rec);
+        assert_int_equal(tune_affinity_record_format(&rec, &text), 0);
+        len = strlen(text);
+        /* The last byte is the newline: everything shorter than the closing brace fails. */
+        for (size_t cut = 0; cut + 1 < len; cut++) {
+                tune_affinity_record bad = {};
+                assert_int_equal(tune_affinity_record_parse(text, cut, &bad), -EBADMSG);
+        }
+}
+
+static void test_bad_contents(void **state) {
+        static const struct {
+                const char *text;
+                int error;
+        } cases[] = {
+                { "", -EBADMSG },
+                { "[]", -EBADMSG },
+                { "{\"version\":2,\"boot_id\":\"\",\"pid\":1,\"start_time\":5,\"restore_on_stop\":true,\"threads\":[]}",
+                  -EPROTONOSUPPORT },
+                /* no start time: the pid alone is never trusted */
+                { "{\"version\":1,\"boot_id\":\"\",\"pid\":1,\"start_time\":0,\"restore_on_stop\":true,\"threads\":[]}", -EBADMSG },
+                { "{\"version\":1,\"boot_id\":\"\",\"pid\":1,\"restore_on_stop\":true,\"threads\":[]}", -EBADMSG },
+                { "{\"version\":1,\"boot_id\":\"\",\"pid\":-4,\"start_time\":5,\"restore_on_stop\":true,\"threads\":[]}", -EBADMSG },
+                { "{\"version\":1,\"boot_id\":\"\",\"pid\":1,\"start_time\":5,\"restore_on_stop\":\"yes\",\"threads\":[]}", -EBADMSG },
+                /* an empty original would leave a thread on no CPU */
+                { "{\"version\":1,\"boot_id\":\"\",\"pid\":1,\"start_time\":5,\"restore_on_stop\":true,"
+                  "\"threads\":[{\"tid\":1,\"original\":\"\",\"applied\":\"0\"}]}", -EBADMSG },
+                { "{\"version\":1,\"boot_id\":\"\",\"pid\":1,\"start_time\":5,\"restore_on_stop\":true,"
+                  "\"threads\":[{\"tid\":1,\"original\":\"x\",\"applied\":\"0\"}]}", -EBADMSG },
+                { "{\"version\":1,\"boot_id\":\"\",\"pid\":1,\"start_time\":5,\"restore_on_stop\":true,"
+                  "\"threads\":[{\"tid\":1,\"original\":\"0\",\"applied\":\"0\"},{\"tid\":1,\"original\":\"0\",\"applied\":\"1\"}]}",
+                  -EBADMSG },
+                { "{\"version\":1,\"boot_id\":\"\",\"pid\":1,\"start_time\":5,\"restore_on_stop\":true,\"threads\":[]} x", -EBADMSG },
+                { "{\"version\":1,\"boot_id\":\"\",\"pid\":1,\"start_time\":5,\"restore_on_stop\":true,\"threads\":[]}\n", 0 },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                tune_affinity_record rec = {};
+                int r = tune_affinity_record_parse(cases[i].text, strlen(cases[i].text), &rec);
+                if (r != cases[i].error)
+                        fail_msg("case %zu: got %d, want %d: %s", i, r, cases[i].error, cases[i].text);
+                tune_affinity_record_done(&rec);
+        }
+}
+
+static void test_name(void **state) {
+        pid_t pid = 0;
+
+        assert_int_equal(tune_affinity_record_name_pid("affinity-1234.json", &pid), 0);
+        assert_int_equal(pid, 1234);
+        assert_int_equal(tune_affinity_record_name_pid("affinity-1234.json.tmp", &pid), -EINVAL);
+        assert_int_equal(tune_affinity_record_name_pid("affinity-.json", &pid), -EINVAL);
+        assert_int_equal(tune_affinity_record_name_pid("affinity-0.json", &pid), -EINVAL);
+        assert_int_equal(tune_affinity_record_name_pid("affinity-12a.json", &pid), -EINVAL);
+        assert_int_equal(tune_affinity_record_name_pid("affinity-99999999999.json", &pid), -EINVAL);
+        assert_int_equal(tune_affinity_record_name_pid("knobs.journal", &pid), -EINVAL);
+}
+
+static void test_file(void **state) {
+        _cleanup_(tune_affinity_record_done) tune_affinity_record rec = {}, back = {};
+        _cleanup_free_ pid_t *pids = NULL;
+        char dir[] = "/tmp/test-affinity-record-XXXXXX", sub[64];
+        unsigned n = 7;
+
+        assert_non_null(mkdtemp(dir));
+        snprintf(sub, sizeof sub, "%s/state", dir);
+        /* No directory: no records. */
+        assert_int_equal(tune_affinity_record_list(sub, &pids, &n), 0);
+        assert_int_equal(n, 0);
+        make(&rec);
+        assert_int_equal(tune_affinity_record_save(sub, &rec), 0);
+        rec.journal.pid = 77;
+        assert_int_equal(tune_affinity_record_save(sub, &rec), 0);
+        assert_int_equal(tune_affinity_record_list(sub, &pids, &n), 0);
+        assert_int_equal(n, 2);
+        assert_int_equal(pids[0], 77);
+        assert_int_equal(pids[1], 1234);
+        assert_int_equal(tune_affinity_record_load(sub, 1234, &back), 0);
+        assert_int_equal(back.journal.n, 3);
+        tune_affinity_record_done(&back);
+        assert_int_equal(tune_affinity_record_load(sub, 5, &back), -ENOENT);
+        assert_int_equal(tune_affinity_record_delete(sub, 1234), 0);
+        assert_int_equal(tune_affinity_record_delete(sub, 1234), 0);
+        assert_int_equal(tune_affinity_record_delete(sub, 77), 0);
+        free(pids);
+        pids = NULL;
+        assert_int_equal(tune_affinity_record_list(sub, &pids, &n), 0);
+        assert_int_equal(n, 0);
+        assert_int_equal(rmdir(sub), 0);
+        assert_int_equal(rmdir(dir), 0);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_roundtrip),
+                cmocka_unit_test(test_every_truncation_refused),
+                cmocka_unit_test(test_bad_contents),
+                cmocka_unit_test(test_name),
+                cmocka_unit_test(test_file),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
