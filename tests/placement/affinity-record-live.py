@@ -30,69 +30,15 @@ import time
 npu_tuned, target_bin = sys.argv[1], sys.argv[2]
 
 
-def skip(why):
-    print(f"SKIP: {why}")
-    sys.exit(77)
+from livetest import affinities, allowed, fail, placing_policy, require_root_and_two_cpus
+import livetest
 
-
-def fail(why):
-    print(f"FAIL: {why}")
-    sys.exit(1)
-
-
-if os.geteuid() != 0:
-    skip("needs root (the proc connector and placing another process)")
-cpus = sorted(os.sched_getaffinity(0))
-if len(cpus) < 2:
-    skip(f"needs 2 usable CPUs, this machine gives {len(cpus)}")
-control_cpu, compute_cpu = cpus[0], cpus[1]
-original = set(cpus)
-
-
-def allowed(pid, tid):
-    with open(f"/proc/{pid}/task/{tid}/status") as f:
-        for line in f:
-            if line.startswith("Cpus_allowed_list:"):
-                out = set()
-                for part in line.split()[1].split(","):
-                    a, _, b = part.partition("-")
-                    out.update(range(int(a), int(b or a) + 1))
-                return out
-    return None
-
-
-def threads(pid):
-    out = {}
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/comm") as f:
-                out[int(tid)] = f.read().strip()
-        except FileNotFoundError:
-            pass
-    return out
-
-
-def want(pid, tid, comm):
-    if tid == pid or comm.startswith("ctl-"):
-        return {control_cpu}
-    if comm.startswith("work-"):
-        return {compute_cpu}
-    return None
-
-
-def affinities(pid):
-    return {tid: (comm, allowed(pid, tid)) for tid, comm in threads(pid).items()}
+control_cpu, compute_cpu = require_root_and_two_cpus()
+original = set(os.sched_getaffinity(0))
 
 
 def wait_placed(pid, n_threads, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = affinities(pid)
-        if len(last) == n_threads and all(want(pid, t, c) == a for t, (c, a) in last.items()):
-            return last
-        time.sleep(0.01)
-    fail(f"threads of {pid} not placed within {timeout} s: {last}")
+    return livetest.wait_placed(pid, n_threads, control_cpu, compute_cpu, timeout)
 
 
 def start_time(pid):
@@ -104,23 +50,7 @@ def records(state_dir):
     return sorted(os.path.basename(p) for p in glob.glob(os.path.join(state_dir, "affinity-*")))
 
 
-policy = {
-    "version": 1,
-    "comment": "affinity-record-live: place threads-target on node 0 by role, no host knobs",
-    "host": {"irq": {"housekeeping_cpus_per_node": 0, "steer_accelerator_irqs": False}},
-    "processes": [{
-        "name": "threads-target",
-        "match": {"exe": "*/threads-target", "user": "root"},
-        "accelerators": "none",
-        "unattributed": {"action": "place", "nodes": "0"},
-        "threads": {
-            "control": {"main_thread": True, "names": ["ctl-*"], "cpus": 1},
-            "compute": {"cpus": 1},
-        },
-        "memory": {"migrate": False},
-        "restore_on_stop": True,
-    }],
-}
+policy = placing_policy("affinity-record-live: place threads-target on node 0 by role, no host knobs")
 
 
 class Run:
@@ -252,7 +182,7 @@ with tempfile.TemporaryDirectory() as tmp:
             fail(f"want the new run's record for {pid}: {records(run.state_dir)}")
         with open(os.path.join(run.state_dir, f"affinity-{pid}.json")) as f:
             rec = json.load(f)
-        bad = [t for t in rec["threads"] if t["original"] != f"{cpus[0]}-{cpus[-1]}" and len(cpus) == 2]
+        bad = [t for t in rec["threads"] if t["original"] != f"{min(original)}-{max(original)}" and len(original) == 2]
         if bad:
             fail(f"the second run recorded our old values as originals: {bad}")
         run.stop_daemon()
@@ -274,7 +204,7 @@ with tempfile.TemporaryDirectory() as tmp:
         def craft(start):
             rec = {"version": 1, "boot_id": boot_id, "pid": pid, "start_time": start, "restore_on_stop": True,
                    "threads": [{"tid": pid, "original": str(control_cpu),
-                                "applied": ",".join(str(c) for c in cpus)}]}
+                                "applied": ",".join(str(c) for c in sorted(original))}]}
             with open(os.path.join(run.state_dir, f"affinity-{pid}.json"), "w") as f:
                 json.dump(rec, f)
 

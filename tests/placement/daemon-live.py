@@ -23,66 +23,14 @@ import time
 npu_tuned, target_bin = sys.argv[1], sys.argv[2]
 
 
-def skip(why):
-    print(f"SKIP: {why}")
-    sys.exit(77)
+from livetest import allowed, fail, placing_policy, require_root_and_two_cpus, threads
+import livetest
 
-
-def fail(why):
-    print(f"FAIL: {why}")
-    sys.exit(1)
-
-
-if os.geteuid() != 0:
-    skip("needs root (the proc connector and placing another process)")
-cpus = sorted(os.sched_getaffinity(0))
-if len(cpus) < 2:
-    skip(f"needs 2 usable CPUs, this machine gives {len(cpus)}")
-control_cpu, compute_cpu = cpus[0], cpus[1]
-pool = {control_cpu, compute_cpu}
-
-
-def allowed(pid, tid):
-    with open(f"/proc/{pid}/task/{tid}/status") as f:
-        for line in f:
-            if line.startswith("Cpus_allowed_list:"):
-                out = set()
-                for part in line.split()[1].split(","):
-                    a, _, b = part.partition("-")
-                    out.update(range(int(a), int(b or a) + 1))
-                return out
-    return None
-
-
-def threads(pid):
-    out = {}
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            with open(f"/proc/{pid}/task/{tid}/comm") as f:
-                out[int(tid)] = f.read().strip()
-        except FileNotFoundError:
-            pass
-    return out
-
-
-def want(pid, tid, comm):
-    if tid == pid or comm.startswith("ctl-"):
-        return {control_cpu}
-    if comm.startswith("work-"):
-        return {compute_cpu}
-    return None
+control_cpu, compute_cpu = require_root_and_two_cpus()
 
 
 def wait_placed(pid, n_threads, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        th = threads(pid)
-        last = {tid: (comm, allowed(pid, tid)) for tid, comm in th.items()}
-        if len(th) == n_threads and all(want(pid, t, c) == a for t, (c, a) in last.items()):
-            return last
-        time.sleep(0.01)
-    fail(f"threads of {pid} not placed within {timeout} s: {last}")
+    return livetest.wait_placed(pid, n_threads, control_cpu, compute_cpu, timeout)
 
 
 with tempfile.TemporaryDirectory() as tmp:
@@ -90,23 +38,7 @@ with tempfile.TemporaryDirectory() as tmp:
     state_dir = os.path.join(tmp, "state")
     os.mkdir(policy_dir)
     os.mkdir(state_dir, 0o700)
-    policy = {
-        "version": 1,
-        "comment": "daemon-live: place threads-target on node 0 by role, no host knobs",
-        "host": {"irq": {"housekeeping_cpus_per_node": 0, "steer_accelerator_irqs": False}},
-        "processes": [{
-            "name": "threads-target",
-            "match": {"exe": "*/threads-target", "user": "root"},
-            "accelerators": "none",
-            "unattributed": {"action": "place", "nodes": "0"},
-            "threads": {
-                "control": {"main_thread": True, "names": ["ctl-*"], "cpus": 1},
-                "compute": {"cpus": 1},
-            },
-            "memory": {"migrate": False},
-            "restore_on_stop": True,
-        }],
-    }
+    policy = placing_policy("daemon-live: place threads-target on node 0 by role, no host knobs")
     path = os.path.join(policy_dir, "test.json")
     with open(path, "w") as f:
         json.dump(policy, f)

@@ -16,7 +16,6 @@ missing, with the reason.
 import atexit
 import json
 import os
-import re
 import signal
 import stat
 import subprocess

@@ -1,0 +1,100 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Shared by the live placement tests (daemon-live.py, affinity-record-live.py): skip/fail,
+the kernel's view of a process's threads, and the test policy that places threads-target
+by role on this machine's two CPUs."""
+import os
+import sys
+import time
+
+
+def skip(why):
+    print(f"SKIP: {why}")
+    sys.exit(77)
+
+
+def fail(why):
+    print(f"FAIL: {why}")
+    sys.exit(1)
+
+
+def require_root_and_two_cpus():
+    """The two CPUs (control, compute) the test policy hands out; skips (77) when the
+    machine cannot run the test, and says why."""
+    if os.geteuid() != 0:
+        skip("needs root (the proc connector and placing another process)")
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        skip(f"needs 2 usable CPUs, this machine gives {len(cpus)}")
+    return cpus[0], cpus[1]
+
+
+def allowed(pid, tid):
+    """The thread's Cpus_allowed_list as a set, as the kernel says."""
+    with open(f"/proc/{pid}/task/{tid}/status") as f:
+        for line in f:
+            if line.startswith("Cpus_allowed_list:"):
+                out = set()
+                for part in line.split()[1].split(","):
+                    a, _, b = part.partition("-")
+                    out.update(range(int(a), int(b or a) + 1))
+                return out
+    return None
+
+
+def threads(pid):
+    """tid -> comm of every thread of pid."""
+    out = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                out[int(tid)] = f.read().strip()
+        except FileNotFoundError:
+            pass
+    return out
+
+
+def affinities(pid):
+    return {tid: (comm, allowed(pid, tid)) for tid, comm in threads(pid).items()}
+
+
+def want(pid, tid, comm, control_cpu, compute_cpu):
+    """The CPU set the test policy gives a thread of threads-target."""
+    if tid == pid or comm.startswith("ctl-"):
+        return {control_cpu}
+    if comm.startswith("work-"):
+        return {compute_cpu}
+    return None
+
+
+def wait_placed(pid, n_threads, control_cpu, compute_cpu, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = affinities(pid)
+        if len(last) == n_threads and all(want(pid, t, c, control_cpu, compute_cpu) == a
+                                          for t, (c, a) in last.items()):
+            return last
+        time.sleep(0.01)
+    fail(f"threads of {pid} not placed within {timeout} s: {last}")
+
+
+def placing_policy(comment):
+    """threads-target on node 0 by role: control (main thread, ctl-*) one CPU, compute the
+    other; no host knobs, housekeeping 0 so both CPUs of a 2-CPU machine are handed out."""
+    return {
+        "version": 1,
+        "comment": comment,
+        "host": {"irq": {"housekeeping_cpus_per_node": 0, "steer_accelerator_irqs": False}},
+        "processes": [{
+            "name": "threads-target",
+            "match": {"exe": "*/threads-target", "user": "root"},
+            "accelerators": "none",
+            "unattributed": {"action": "place", "nodes": "0"},
+            "threads": {
+                "control": {"main_thread": True, "names": ["ctl-*"], "cpus": 1},
+                "compute": {"cpus": 1},
+            },
+            "memory": {"migrate": False},
+            "restore_on_stop": True,
+        }],
+    }
