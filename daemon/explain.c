@@ -22,14 +22,8 @@
 
 static int plan_process(Manager *m, tune_placer *placer, managed_process *mp) {
         const tune_accel *accels[64];
-        unsigned n = 0;
+        unsigned n = placement_resolve_accels(&m->accels, mp, accels, ELEMENTSOF(accels));
 
-        for (unsigned i = 0; i < mp->attribution.n_accels && n < ELEMENTSOF(accels); i++) {
-                const tune_accel *a = tune_accels_find(&m->accels, mp->attribution.accels[i].kind,
-                                                       mp->attribution.accels[i].index);
-                if (a)
-                        accels[n++] = a;
-        }
         return tune_placer_set(placer, placement_key(mp->pid, mp->start_time), mp->rule, accels, n, NULL);
 }
 

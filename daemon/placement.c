@@ -400,6 +400,18 @@ static void arm_memory(Placement *p, managed_process *mp, placed_process *pp, co
         (void) sd_event_source_set_description(pp->memory_timer, "memory-migration");
 }
 
+unsigned placement_resolve_accels(const tune_accels *all, const managed_process *mp, const tune_accel **ret,
+                                  unsigned max) {
+        unsigned n = 0;
+
+        for (unsigned i = 0; i < mp->attribution.n_accels && n < max; i++) {
+                const tune_accel *a = tune_accels_find(all, mp->attribution.accels[i].kind, mp->attribution.accels[i].index);
+                if (a)
+                        ret[n++] = a;
+        }
+        return n;
+}
+
 /* (Re)plan mp with its current rule and accelerators, and apply the outcome. */
 static void place(Placement *p, managed_process *mp) {
         placed_process *pp = mp->userdata;
@@ -408,12 +420,7 @@ static void place(Placement *p, managed_process *mp) {
         tune_keys changed = {};
         int r;
 
-        for (unsigned i = 0; i < mp->attribution.n_accels && n < ELEMENTSOF(accels); i++) {
-                const tune_accel *a = tune_accels_find(&p->manager->accels, mp->attribution.accels[i].kind,
-                                                       mp->attribution.accels[i].index);
-                if (a)
-                        accels[n++] = a;
-        }
+        n = placement_resolve_accels(&p->manager->accels, mp, accels, ELEMENTSOF(accels));
         (void) tune_topology_refresh_memory(p->manager->ctx, p->manager->topology);
         r = tune_placer_set(p->placer, pp->key, mp->rule, accels, n, &changed);
         if (r < 0) {

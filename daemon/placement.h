@@ -22,6 +22,10 @@ extern const watcher_ops placement_watcher_ops;
 /* The managed process's current placement (NULL when not placed), for --explain/D-Bus. */
 const tune_placement *placement_get(const Placement *p, const managed_process *mp);
 
+/* The attributed accelerators of mp that exist in all (at most max), for the planner. */
+unsigned placement_resolve_accels(const tune_accels *all, const managed_process *mp, const tune_accel **ret,
+                                  unsigned max);
+
 /* Key of a managed process: pid and start time together, so a reused pid is another key. */
 uint64_t placement_key(pid_t pid, uint64_t start_time);
 
