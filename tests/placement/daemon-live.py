@@ -66,6 +66,18 @@ with tempfile.TemporaryDirectory() as tmp:
             fail("threads-target did not start")
         placed = wait_placed(target.pid, 5)
         print(f"ok: placed by role: {placed}")
+        # --explain says the same, with its reasons.
+        ex = subprocess.run([npu_tuned, "--policy-dir", policy_dir, "--explain", str(target.pid), "--json"],
+                            capture_output=True, text=True, timeout=20)
+        if ex.returncode != 0:
+            fail(f"--explain exited {ex.returncode}: {ex.stderr}")
+        plan = json.loads(ex.stdout)
+        if (plan["action"] != "place" or plan["rule"] != "threads-target" or plan["pid"] != target.pid
+                or plan["roles"]["control"] != str(control_cpu) or plan["roles"]["compute"] != str(compute_cpu)
+                or not plan["reasons"]):
+            fail(f"--explain: {plan}")
+        print(f"ok: --explain: control {plan['roles']['control']}, compute {plan['roles']['compute']}, "
+              f"{len(plan['reasons'])} reasons")
         time.sleep(1.2)
         placed = wait_placed(target.pid, 6)
         late = [t for t, (c, _) in placed.items() if c == "work-late-0"]
