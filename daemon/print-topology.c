@@ -8,6 +8,8 @@
 #include "npu-tuned/accel.h"
 #include "npu-tuned/context.h"
 #include "npu-tuned/topology.h"
+#include "npu-tuned/policy.h"
+#include "policy-cli.h"
 #include "print-topology.h"
 
 static json_object *json_cpulist(const tune_cpuset *s) {
@@ -53,6 +55,8 @@ static json_object *topology_to_json(const tune_topology *t, const tune_accels *
                 snprintf(hex, sizeof hex, "0x%04x", x->device);
                 json_object_object_add(ja, "device", json_object_new_string(hex));
                 json_object_object_add(ja, "numa_node", x->numa_node >= 0 ? json_object_new_int(x->numa_node) : NULL);
+                if (x->numa_node_overridden)
+                        json_object_object_add(ja, "numa_node_source", json_object_new_string("policy"));
                 json_object_object_add(ja, "local_cpus", json_cpulist(&x->local_cpus));
                 json_object_object_add(ja, "device_node", x->dev_path[0] ? json_object_new_string(x->dev_path) : NULL);
                 if (x->uuid[0])
@@ -128,12 +132,25 @@ int run_print_topology(const daemon_options *o) {
                         o->root, strerror(-r));
                 return 1;
         }
-        /* Extra kinds and node overrides come from the policy once it is loaded. */
-        r = tune_accels_discover(ctx, NULL, 0, &a);
+        /* The policy's accelerator kinds and NUMA overrides, as the daemon sees them; the
+         * topology is still worth printing when the policy is broken (it says so). */
+        tune_policy_load_params params;
+        tune_policy_errors errors = {};
+        _cleanup_(tune_policy_freep) tune_policy *p = NULL;
+        policy_params_for_daemon(o, &params);
+        r = tune_policy_prepare(ctx, &params, t, &p, &a, &errors);
         if (r < 0) {
-                fprintf(stderr, "npu-tuned: discovering accelerators below %s: %s\n", o->root, strerror(-r));
-                return 1;
+                if (r == -EINVAL)
+                        fprintf(stderr, "npu-tuned: the policy has errors (npu-tuned --check-policy shows them); "
+                                        "showing the built-in accelerator kinds only\n");
+                tune_policy_errors_done(&errors);
+                r = tune_accels_discover(ctx, NULL, 0, &a);
+                if (r < 0) {
+                        fprintf(stderr, "npu-tuned: discovering accelerators below %s: %s\n", o->root, strerror(-r));
+                        return 1;
+                }
         }
+        tune_policy_errors_done(&errors);
         if (o->json) {
                 json_object *j = topology_to_json(t, &a);
                 puts(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN));

@@ -78,4 +78,19 @@ check hgx nvidia-hgx
 check hgx-nosmt nvidia-hgx --offline 112-223
 check hgx-cgroup nvidia-hgx --cgroup-cpus 0-3,112-115
 check minimal minimal-1node --offline 3 --cgroup-cpus 1-3
+# A policy's NUMA override names the node the firmware did not: --print-topology shows it
+# (and says it came from the policy), with that node's CPUs as the device's local CPUs.
+mkdir -m 0755 "$tmp/override"
+printf '{"version": 1, "accelerators": {"numa_node_overrides": [{"pci": "0000:c2:00.0", "node": 0}]}}\n' \
+        >"$tmp/override/50-override.json"
+chmod 0644 "$tmp/override/50-override.json"
+"$bin" --print-topology --json --root "$tmp/atlas-unknown" --policy-dir "$tmp/override" >"$tmp/override.json"
+python3 - "$tmp/override.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+a = next(x for x in j["accelerators"] if x["pci"] == "0000:c2:00.0")
+assert a["numa_node"] == 0 and a.get("numa_node_source") == "policy" and a["local_cpus"] == "0-23", a
+assert all("numa_node_source" not in x for x in j["accelerators"] if x["pci"] != "0000:c2:00.0")
+print("ok atlas-unknown + policy override: 0000:c2:00.0 on node 0 (from the policy), CPUs 0-23")
+PY
 echo "test-topology-fixtures: all passed"
