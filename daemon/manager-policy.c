@@ -70,16 +70,31 @@ int manager_load_policy(Manager *m) {
 }
 
 int manager_reload_policy(Manager *m) {
+        _cleanup_(tune_policy_freep) tune_policy *policy = NULL;
         tune_policy_errors errors = {};
         tune_policy_load_params params;
+        tune_accels accels = {}, old_accels;
         int r;
 
+        /* The new policy is prepared beside the old one: a bad one changes nothing. */
         policy_params_for_daemon(m->options, &params);
-        r = tune_policy_reload(m->ctx, &params, m->topology, &m->policy, &m->accels, &errors);
-        log_problems(&errors, r >= 0 && m->policy && m->policy->embedded);
+        r = tune_policy_prepare(m->ctx, &params, m->topology, &policy, &accels, &errors);
+        log_problems(&errors, r >= 0 && policy && policy->embedded);
         tune_policy_errors_done(&errors);
+        if (r == -EINVAL)
+                return log_error_errno(r, "Policy reload failed (problems above): keeping the previous policy.");
         if (r < 0)
                 return log_error_errno(r, "Policy reload failed, keeping the previous policy: %m");
+
+        /* Managed processes and knobs point into the old policy and accelerators: let go of
+         * them (restoring as on stop), swap, and apply the new policy from scratch. */
+        manager_release(m);
+        old_accels = m->accels;
+        m->accels = accels;
+        tune_accels_done(&old_accels);
+        tune_policy *old = m->policy;
+        m->policy = TAKE_PTR(policy);
+        policy = old;
         log_loaded(m, "Reloaded");
-        return 0;
+        return manager_reapply(m);
 }

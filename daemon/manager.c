@@ -100,13 +100,42 @@ static int manager_start_watcher(Manager *m) {
         return watcher_start(m->watcher);
 }
 
-/* A live policy reload would have to swap the policy under the watcher's matched
- * processes, the placer's borrowed rules and accelerators, and the knob plan at once; until
- * that is built, SIGHUP must at least not kill the daemon (its default action), which
- * would leave affinities behind. */
+void manager_release(Manager *m) {
+        if (m->watcher)
+                watcher_release_all(m->watcher);
+        (void) knobs_stop(m);
+        m->knobs = knobs_free(m->knobs);
+}
+
+int manager_reapply(Manager *m) {
+        int r, ret = 0;
+
+        if (m->placement) {
+                r = placement_reset(m->placement);
+                if (r < 0)
+                        ret = r;
+        }
+        if (m->watcher) {
+                r = watcher_reload(m->watcher, &m->accels, m->policy);
+                if (r < 0)
+                        ret = log_error_errno(r, "Failed to match processes against the new policy: %m");
+        }
+        r = knobs_start(m);
+        return r < 0 ? r : ret;
+}
+
+/* SIGHUP (systemctl reload): the policy files again. Processes are released and placed
+ * anew, knobs restored and applied anew: simple and always consistent, at the price of a
+ * moment of churn on a rare operation. */
 static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
-        log_notice("Received SIGHUP: reloading the policy in place is not supported yet; restart the service "
-                   "(systemctl restart npu-tuned) to apply policy changes. Check them first with npu-tuned --check-policy.");
+        Manager *m = userdata;
+        int r;
+
+        (void) sd_notify(false, "RELOADING=1\nSTATUS=Reloading the policy.");
+        log_info("Received SIGHUP, reloading the policy.");
+        r = manager_reload_policy(m);
+        (void) sd_notify(false, r < 0 ? "READY=1\nSTATUS=Running (policy reload failed, previous policy kept)."
+                                      : "READY=1\nSTATUS=Running.");
         return 0;
 }
 

@@ -35,4 +35,9 @@ int manager_run(Manager *m);
 /* manager-policy.c: load the policy and discover the accelerators with its kinds (at
  * start: a bad policy is an error), or reload both (a bad policy keeps the old ones). */
 int manager_load_policy(Manager *m);
+/* Load the policy again (SIGHUP); a bad one is reported and the previous one kept. */
 int manager_reload_policy(Manager *m);
+/* Let go of everything that points into the policy (managed processes, host knobs),
+ * restoring as on stop; then apply the (new) policy again. */
+void manager_release(Manager *m);
+int manager_reapply(Manager *m);

@@ -580,20 +580,41 @@ const watcher_ops placement_watcher_ops = {
         .on_reconcile = on_reconcile,
 };
 
-int placement_new(struct Manager *m, Placement **ret) {
-        _cleanup_(placement_freep) Placement *p = NULL;
+static int new_placer(struct Manager *m, tune_placer **ret) {
         tune_plan_params params = {
                 .housekeeping_cpus_per_node = m->policy ? m->policy->host.irq_housekeeping_cpus_per_node : 0,
         };
+        int r = tune_placer_new(m->topology, &params, ret);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up placement: %m");
+        return 0;
+}
+
+int placement_reset(Placement *p) {
+        tune_placer *placer;
+        int r;
+
+        if (tune_placer_count(p->placer) > 0)
+                return log_error_errno(EBUSY, "Placement still manages processes; not resetting it.");
+        r = new_placer(p->manager, &placer);
+        if (r < 0)
+                return r;
+        tune_placer_free(p->placer);
+        p->placer = placer;
+        return 0;
+}
+
+int placement_new(struct Manager *m, Placement **ret) {
+        _cleanup_(placement_freep) Placement *p = NULL;
         int r;
 
         p = calloc(1, sizeof *p);
         if (!p)
                 return log_oom();
         p->manager = m;
-        r = tune_placer_new(m->topology, &params, &p->placer);
+        r = new_placer(m, &p->placer);
         if (r < 0)
-                return log_error_errno(r, "Failed to set up placement: %m");
+                return r;
         (void) tune_knob_boot_id(m->ctx, &p->boot_id);
         for (unsigned i = 0; i < m->topology->n_nodes; i++) {
                 r = tune_cpuset_add(&p->all_nodes, (unsigned) m->topology->nodes[i].id);

@@ -16,6 +16,9 @@ int placement_new(struct Manager *m, Placement **ret);
 Placement *placement_free(Placement *p);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Placement *, placement_free);
 
+/* A new placer for the (reloaded) policy; only while no process is managed. */
+int placement_reset(Placement *p);
+
 /* What the watcher calls; userdata is the Placement. */
 extern const watcher_ops placement_watcher_ops;
 

@@ -84,6 +84,38 @@ with tempfile.TemporaryDirectory() as tmp:
         if not late:
             fail(f"no late thread: {placed}")
         print(f"ok: late thread {late[0]} placed on CPU {compute_cpu}")
+
+        # Reload (SIGHUP): a policy where only the main thread is control moves ctl-* to the
+        # compute CPU; then a broken file is reported and the previous policy kept.
+        changed = placing_policy("daemon-live: reloaded, only the main thread is control")
+        del changed["processes"][0]["threads"]["control"]["names"]
+        with open(path, "w") as f:
+            json.dump(changed, f)
+        daemon.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + 10
+        while True:
+            now = {t: (c, allowed(target.pid, t)) for t, c in threads(target.pid).items()}
+            if all(a == ({control_cpu} if t == target.pid else {compute_cpu}) for t, (c, a) in now.items()):
+                break
+            if time.monotonic() > deadline:
+                fail(f"after SIGHUP with the new policy: {now}")
+            time.sleep(0.02)
+        print(f"ok: SIGHUP applied the new policy: ctl-* threads now on CPU {compute_cpu}")
+        with open(path, "w") as f:
+            f.write('{"version": 1, "processes": [ broken')
+        daemon.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + 10
+        while "Policy reload failed" not in open(log.name).read():
+            if time.monotonic() > deadline or daemon.poll() is not None:
+                fail(f"a broken policy on SIGHUP: not reported, or the daemon died: {open(log.name).read()}")
+            time.sleep(0.02)
+        time.sleep(0.3)
+        if daemon.poll() is not None:
+            fail("the daemon died after a broken policy reload")
+        for t, c in threads(target.pid).items():
+            if allowed(target.pid, t) != ({control_cpu} if t == target.pid else {compute_cpu}):
+                fail(f"a broken reload changed thread {t} ({c}): {allowed(target.pid, t)}")
+        print("ok: SIGHUP with a broken policy: reported, previous policy kept, nothing moved")
         daemon.send_signal(signal.SIGTERM)
         rc = daemon.wait(10)
         if rc != 0:
