@@ -349,8 +349,10 @@ int knobs_start(Manager *m) {
                         k->interval_ms = m->policy->options.reconcile_interval_ms;
         }
 
-        /* The CPU sets. Until the placement code hands over its inference CPUs: the
-         * non-housekeeping CPUs of the accelerators' nodes. */
+        /* The CPU sets. Inference CPUs: the non-housekeeping CPUs of the accelerators'
+         * nodes, i.e. every CPU the planner may hand out there. Deliberately not the pools
+         * placed right now (tune_placer_inference_cpus): IRQ affinity should not churn as
+         * processes come and go. */
         r = tune_knob_housekeeping_cpus(m->topology, k->host ? k->host->irq_housekeeping_cpus_per_node : 0,
                                         &k->housekeeping);
         if (r >= 0)
