@@ -62,6 +62,16 @@ vm_node_cpulist() {
 	if [ "$_a" = "$_b" ]; then echo "$_a"; else echo "$_a-$_b"; fi
 }
 
+# vm_pages_pct NODE PID: the % of the process's pages (all VMAs, by page size) that
+# /proc/PID/numa_maps shows on NODE: the kernel's own word on where memory is.
+vm_pages_pct() {
+	awk -v n="N$1=" '{ for (i = 1; i <= NF; i++) if ($i ~ /^N[0-9]+=/) {
+		split($i, kv, "="); sz = 4
+		for (j = 1; j <= NF; j++) if ($j ~ /^kernelpagesize_kB=/) { split($j, p, "="); sz = p[2] }
+		total += kv[2] * sz; if (index($i, n) == 1) on += kv[2] * sz } }
+		END { if (total == 0) print 0; else printf "%d\n", on * 100 / total }' "/proc/$2/numa_maps"
+}
+
 vm_fail() { _vm_reason "$*"; echo "vm: FAIL: $*"; exit 1; }
 vm_skip() { _vm_reason "$*"; echo "vm: SKIP: $*"; exit 77; }
 

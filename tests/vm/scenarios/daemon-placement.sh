@@ -27,13 +27,6 @@ first=$((edu_node * VM_CPUS_PER_NODE))
 control_cpu=$first
 compute_cpu=$((first + 1))
 
-pct_on() { # NODE PID: % of the process's pages on NODE (numa_maps, all VMAs)
-	awk -v n="N$1=" '{ for (i = 1; i <= NF; i++) if ($i ~ /^N[0-9]+=/) {
-		split($i, kv, "="); sz = 4
-		for (j = 1; j <= NF; j++) if ($j ~ /^kernelpagesize_kB=/) { split($j, p, "="); sz = p[2] }
-		total += kv[2] * sz; if (index($i, n) == 1) on += kv[2] * sz } }
-		END { if (total == 0) print 0; else printf "%d\n", on * 100 / total }' "/proc/$2/numa_maps"
-}
 roles_placed() { # PID: every thread on its role's CPU?
 	for task in /proc/"$1"/task/*; do
 		comm=$(cat "$task/comm") || return 1
@@ -60,7 +53,7 @@ threads-target --control 2 --compute 2 --mib 256 --node 0 --late-ms 1000 --timeo
 target=$!
 vm_wait_for 20 grep -q '^ready' /tmp/ready || vm_fail "threads-target did not start"
 original=$(awk '/^Cpus_allowed_list:/ { print $2 }' /proc/self/status)
-before=$(pct_on 0 "$target")
+before=$(vm_pages_pct 0 "$target")
 vm_log "worker $target: ${before}% of its pages on node 0 before the settle delay ends"
 [ "$before" -ge 90 ] || vm_fail "setup: only ${before}% of the pages on node 0 before the migration"
 
@@ -81,9 +74,9 @@ done
 vm_expect_eq "threads (main, ctl-0, ctl-1, work-0, work-1, work-late-0)" "$n" 6
 
 # --- memory: after the 10 s settle delay, 256 MiB at 256 MiB/s -------------------------
-mem_on_edu() { [ "$(pct_on "$edu_node" "$target")" -ge 95 ]; }
+mem_on_edu() { [ "$(vm_pages_pct "$edu_node" "$target")" -ge 95 ]; }
 vm_wait_for 60 mem_on_edu || true
-after=$(pct_on "$edu_node" "$target")
+after=$(vm_pages_pct "$edu_node" "$target")
 if [ "$after" -ge 95 ]; then
 	vm_ok "${after}% of the pages on node $edu_node (>= 95%)"
 else

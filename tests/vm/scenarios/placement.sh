@@ -39,16 +39,8 @@ threads-target --control 2 --compute 2 --mib 256 --node 0 --late-ms 1000 --timeo
 target=$!
 vm_wait_for 20 grep -q '^ready' /tmp/ready || vm_fail "threads-target did not start"
 
-# numa_maps pages: "pct NODE PID" prints the % of all pages on NODE.
-pct_on() {
-	awk -v n="N$1=" '{ for (i = 1; i <= NF; i++) if ($i ~ /^N[0-9]+=/) {
-		split($i, kv, "="); sz = 4
-		for (j = 1; j <= NF; j++) if ($j ~ /^kernelpagesize_kB=/) { split($j, p, "="); sz = p[2] }
-		total += kv[2] * sz; if (index($i, n) == 1) on += kv[2] * sz } }
-		END { if (total == 0) print 0; else printf "%d\n", on * 100 / total }' "/proc/$2/numa_maps"
-}
-before=$(pct_on 0 "$target")
-vm_log "before: ${before}% of the pages on node 0, $(pct_on "$edu_node" "$target")% on node $edu_node"
+before=$(vm_pages_pct 0 "$target")
+vm_log "before: ${before}% of the pages on node 0, $(vm_pages_pct "$edu_node" "$target")% on node $edu_node"
 [ "$before" -ge 90 ] || vm_fail "setup: only ${before}% of the pages on node 0 before placement"
 
 # --- place it -------------------------------------------------------------------------
@@ -77,7 +69,7 @@ done
 vm_expect_eq "threads (main, ctl-0, ctl-1, work-0, work-1, work-late-0)" "$n" 6
 
 # --- kernel state: memory -------------------------------------------------------------
-after=$(pct_on "$edu_node" "$target")
+after=$(vm_pages_pct "$edu_node" "$target")
 if [ "$after" -ge 95 ]; then
 	vm_ok "${after}% of the pages on node $edu_node (>= 95%)"
 else
@@ -110,7 +102,7 @@ for task in /proc/"$target2"/task/*; do
 	vm_expect_eq "thread ${task##*/} ($(cat "$task/comm")) restored" \
 		"$(awk '/^Cpus_allowed_list:/ { print $2 }' "$task/status")" "$original"
 done
-after=$(pct_on "$edu_node" "$target2")
+after=$(vm_pages_pct "$edu_node" "$target2")
 if [ "$after" -ge 95 ]; then
 	vm_ok "migrate_pages: ${after}% of the pages on node $edu_node (>= 95%)"
 else
