@@ -12,6 +12,7 @@
 #   - every thread's Cpus_allowed_list is the edu node's CPUs by role, the late one too;
 #   - >= 95 % of the process's pages are on the edu node per /proc/PID/numa_maps;
 #   - after SIGTERM every thread has its original affinity back (the rule restores).
+# shellcheck disable=SC2317 # roles_placed and mem_on_edu run through vm_wait_for
 # shellcheck source-path=SCRIPTDIR source=../guest-lib.sh
 . /usr/lib/npu-vm/lib.sh
 
@@ -19,6 +20,7 @@ for tool in npu-tuned threads-target; do
 	command -v "$tool" >/dev/null || vm_fail "$tool not in the guest (pass it with --file)"
 done
 [ "$VM_CPUS_PER_NODE" -ge 2 ] || vm_skip "needs 2 CPUs per node to split roles (got $VM_CPUS_PER_NODE)"
+# shellcheck disable=SC2086 # VM_EDU is a space-separated list of BDF=node words
 set -- $VM_EDU
 [ $# -ge 1 ] || vm_skip "no edu device (--edu-node N)"
 edu_node=${1#*=}

@@ -23,12 +23,13 @@ for tool in place-pid threads-target; do
 	command -v "$tool" >/dev/null || vm_fail "$tool not in the guest (pass it with --file)"
 done
 [ "$VM_CPUS_PER_NODE" -ge 2 ] || vm_skip "needs 2 CPUs per node to split roles (got $VM_CPUS_PER_NODE)"
+# shellcheck disable=SC2086 # VM_EDU is a space-separated list of BDF=node words
 set -- $VM_EDU
 [ $# -ge 1 ] || vm_skip "no edu device (--edu-node N)"
 edu_bdf=${1%=*}
 edu_node=${1#*=}
 [ "$edu_node" != 0 ] || vm_skip "the edu device must not be on node 0 (memory starts there)"
-node_cpus=$(cat /sys/devices/system/node/node$edu_node/cpulist)
+node_cpus=$(cat "/sys/devices/system/node/node$edu_node/cpulist")
 first=$((edu_node * VM_CPUS_PER_NODE))
 control_cpu=$first
 compute_cpu=$((first + 1))
