@@ -387,7 +387,7 @@ int knobs_start(Manager *m) {
                 if (r < 0)
                         r = negative_errno();
         } else
-                r = tune_journal_lock(o->state_dir);
+                r = tune_state_dir_lock(o->state_dir);
         if (r == -EBUSY)
                 return log_error_errno(r, "Another npu-tuned holds the state directory %s.", o->state_dir);
         if (r < 0) {
@@ -482,7 +482,7 @@ int run_restore(const daemon_options *o) {
                 log_info("No state directory %s: nothing to restore.", o->state_dir);
                 return 0;
         }
-        lock_fd = tune_journal_lock(o->state_dir);
+        lock_fd = tune_state_dir_lock(o->state_dir);
         if (lock_fd == -EBUSY) {
                 log_error("npu-tuned is running with the state directory %s: stop it (it restores on stop).",
                           o->state_dir);

@@ -80,7 +80,7 @@ static int manager_start_watcher(Manager *m) {
                 /* A daemon killed before it could restore left affinity records: give those
                  * processes their originals back BEFORE the first scan places them again,
                  * so that the new records hold their true originals, not our old values. */
-                r = tune_journal_lock(m->options->state_dir);
+                r = tune_state_dir_lock(m->options->state_dir);
                 if (r == -EBUSY)
                         return log_error_errno(r, "Another npu-tuned holds the state directory %s.", m->options->state_dir);
                 if (r < 0)

@@ -200,12 +200,12 @@ static void test_file(void **state) {
         assert_true(line > 0);
 
         /* The lock keeps a second owner out while the first holds it. */
-        lock = tune_journal_lock(state_dir);
+        lock = tune_state_dir_lock(state_dir);
         assert_true(lock >= 0);
-        r = tune_journal_lock(state_dir);
+        r = tune_state_dir_lock(state_dir);
         assert_int_equal(r, -EBUSY);
         close(lock);
-        lock = tune_journal_lock(state_dir);
+        lock = tune_state_dir_lock(state_dir);
         assert_true(lock >= 0);
         close(lock);
 

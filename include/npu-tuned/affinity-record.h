@@ -5,8 +5,8 @@
  * persisted in the state directory BEFORE npu-tuned changes them, like the knob journal,
  * so that `npu-tuned --restore` (after SIGKILL) and the next start can give them back.
  *
- * One file per process, STATE_DIR/affinity-PID.json, written whole and atomically (the
- * knob journal's tune_state_file_write()):
+ * One file per process, STATE_DIR/affinity-PID.json, written whole and atomically
+ * (tune_state_file_write(), include/npu-tuned/state-file.h):
  *
  *   {"version":1,"boot_id":"f0c6...","pid":1234,"start_time":98765,"restore_on_stop":true,
  *    "threads":[{"tid":1234,"original":"0-1","applied":"0"},...]}

@@ -3,7 +3,7 @@
 
 /* Which accelerators a process uses, and how we know. Pure: the caller gives the
  * environment captured at exec, the rank, the char devices the process holds open; this
- * decides and records the source (libtune/attribution.c). */
+ * decides and records the source (libtune/process/attribution.c). */
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -8,7 +8,7 @@
  *
  * The file is STATE_DIR/knobs.journal, rewritten whole each time: temp file, fsync,
  * rename, fsync of the directory. Its format (version 1, text, one knob per line, an
- * end line with a count and a checksum) is described in libtune/journal.c and
+ * end line with a count and a checksum) is described in libtune/knobs/journal.c and
  * docs/journal.md. A journal that does not parse (truncated, corrupt, from a newer
  * version) is an error: callers leave every knob as it is rather than guess. */
 
@@ -16,10 +16,10 @@
 #include <stddef.h>
 
 #include "npu-tuned/macro.h"
+#include "npu-tuned/state-file.h"
 
 #define TUNE_JOURNAL_VERSION 1
 #define TUNE_JOURNAL_FILE "knobs.journal"
-#define TUNE_JOURNAL_LOCK_FILE "knobs.lock"
 /* A journal larger than this is refused as corrupt. */
 #define TUNE_JOURNAL_SIZE_MAX (16u * 1024u * 1024u)
 
@@ -84,24 +84,8 @@ int tune_journal_format(const tune_journal *j, char **ret);
 int tune_journal_parse(const char *text, size_t len, tune_journal **ret, unsigned *ret_line);
 
 /* The file in state_dir. load: -ENOENT when there is none, else as tune_journal_parse().
- * save: temp file + fsync + rename + fsync(dir); step, when set, is called after each of
- * those phases ("journal-synced", "journal-renamed", "journal-dir-synced") for the crash
- * tests. The state directory is created (0700) if missing. */
-typedef void (*tune_step_fn)(const char *what, void *userdata);
+ * save: as tune_state_file_write(). */
 int tune_journal_load(const char *state_dir, tune_journal **ret, unsigned *ret_line);
 int tune_journal_save(const char *state_dir, const tune_journal *j, tune_step_fn step, void *userdata);
 /* Unlink the journal and fsync the directory; 0 if there was none. */
 int tune_journal_delete(const char *state_dir);
-/* Take the state directory's lock (flock on knobs.lock, held while the fd is open) so that
- * a daemon and `--restore`, or two daemons, never work on one journal at once. -EBUSY when
- * another process holds it. Returns the fd. */
-int tune_journal_lock(const char *state_dir);
-
-/* The same atomic file handling for other state in state_dir (the affinity records): read
- * a regular file of at most max bytes (NUL-terminated; -EBADMSG when larger or not a
- * regular file), write one whole (temp file + fsync + rename + fsync(dir)), delete one
- * (and its temp file; 0 if there was none). name is a plain file name. */
-int tune_state_file_read(const char *state_dir, const char *name, size_t max, char **ret, size_t *ret_len);
-int tune_state_file_write(const char *state_dir, const char *name, const char *text, tune_step_fn step,
-                          void *userdata);
-int tune_state_file_delete(const char *state_dir, const char *name);

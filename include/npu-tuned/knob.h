@@ -4,9 +4,9 @@
 /* Host knobs npu-tuned owns while it runs: CPU governor per cpufreq policy, THP, IRQ
  * affinity, PCIe ASPM, kernel.numa_balancing.
  *
- * One backend per knob (libtune/knob-<name>.c) with plan (probe what the kernel offers and
+ * One backend per knob (libtune/knobs/knob-<name>.c) with plan (probe what the kernel offers and
  * holds now, decide the desired value from the policy and the topology), read and write.
- * The engine (libtune/knob-core.c) does the rest the same way for every knob: take the
+ * The engine (libtune/knobs/knob-core.c) does the rest the same way for every knob: take the
  * original from the journal of a previous run or from the current value, persist the
  * journal, write, and later restore newest first. libtune does not log: every skip and
  * refusal comes back with its reason for the daemon to report. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 #pragma once
 
-/* Policy rules against a process (libtune/match.c). The facts about the process are read
+/* Policy rules against a process (libtune/process/match.c). The facts about the process are read
  * lazily: a rule stops at its first criterion that fails, and a fact nobody asks for is
  * never read, so a short-lived process costs a /proc read or two. */
 

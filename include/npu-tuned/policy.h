@@ -148,7 +148,7 @@ typedef struct tune_policy_rule {
         tune_policy_role compute;
 
         /* The pool of a process is CPUs of its accelerators' nodes minus housekeeping CPUs,
-         * shared fairly with other processes there (libtune/plan.c); control.cpus and
+         * shared fairly with other processes there (libtune/placement/plan.c); control.cpus and
          * compute.cpus are carved from it. Memory goes to the accelerator's node if it has
          * memory_min_free_kib free, else to the nearest node that has; the CPUs stay. */
         bool memory_migrate;
@@ -198,7 +198,7 @@ typedef struct tune_policy_errors {
         unsigned n;
 } tune_policy_errors;
 
-/* Loading (libtune/policy*.c). Every function returns 0 or a negative errno; problems in
+/* Loading (libtune/policy/policy*.c). Every function returns 0 or a negative errno; problems in
  * the files are reported in *errors (never logged: libtune does not log), and a policy
  * with any error (not warning) is never returned. */
 typedef int (*tune_policy_resolve_user_t)(const char *name, uid_t *ret, void *userdata);

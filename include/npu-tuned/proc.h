@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 #pragma once
 
-/* What /proc says about a process: pure parsers (libtune/proc-parse.c) and root-resolved
- * readers (libtune/proc.c). Everything under /proc/PID is written by the process or chosen
+/* What /proc says about a process: pure parsers (libtune/host/proc-parse.c) and root-resolved
+ * readers (libtune/host/proc.c). Everything under /proc/PID is written by the process or chosen
  * by whoever started it: hostile input. Reads are bounded, parsers are total (a negative
  * errno on garbage, never a crash), and nothing here trusts a name. */
 

@@ -11,7 +11,6 @@
 
 #include "npu-tuned/context.h"
 #include "npu-tuned/macro.h"
-#include "npu-tuned/match.h"
 #include "npu-tuned/parse.h"
 #include "npu-tuned/proc.h"
 
@@ -261,56 +260,4 @@ int tune_read_rdev(const tune_ctx *ctx, const char *path, dev_t *ret) {
                 return -ENOTTY;
         *ret = st.st_rdev;
         return 0;
-}
-
-int tune_proc_facts_load_from_proc(tune_proc_facts *f, tune_fact fact, void *userdata) {
-        const tune_ctx *ctx = userdata;
-        tune_proc_status status;
-        int r;
-
-        switch (fact) {
-        case TUNE_FACT_COMM:
-                r = tune_proc_read_comm(ctx, f->pid, 0, f->comm);
-                break;
-        case TUNE_FACT_EXE:
-                free(f->exe);
-                f->exe = NULL;
-                r = tune_proc_read_exe(ctx, f->pid, &f->exe);
-                break;
-        case TUNE_FACT_CMDLINE:
-                free(f->cmdline);
-                f->cmdline = NULL;
-                r = tune_proc_read_cmdline(ctx, f->pid, &f->cmdline);
-                break;
-        case TUNE_FACT_UID:
-                r = tune_proc_read_status(ctx, f->pid, &status);
-                if (r >= 0)
-                        f->uid = status.ruid;
-                break;
-        case TUNE_FACT_CGROUP:
-                free(f->cgroup);
-                f->cgroup = NULL;
-                r = tune_proc_read_cgroup(ctx, f->pid, &f->cgroup);
-                break;
-        default:
-                return -EINVAL;
-        }
-        if (r < 0) {
-                f->failed |= fact;
-                return r;
-        }
-        f->loaded |= fact;
-        return 0;
-}
-
-void tune_proc_facts_init(tune_proc_facts *f, const tune_ctx *ctx, pid_t pid, const char *comm) {
-        *f = (tune_proc_facts){
-                .pid = pid,
-                .load = tune_proc_facts_load_from_proc,
-                .userdata = (void *) ctx,
-        };
-        if (comm) {
-                snprintf(f->comm, sizeof f->comm, "%s", comm);
-                f->loaded |= TUNE_FACT_COMM;
-        }
 }

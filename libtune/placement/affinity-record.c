@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "npu-tuned/affinity-record.h"
-#include "npu-tuned/journal.h"
+#include "npu-tuned/state-file.h"
 
 void tune_affinity_record_done(tune_affinity_record *rec) {
         free(rec->boot_id);

@@ -258,7 +258,7 @@ def snapshot(root):
 
 
 def journal_entries(state_dir):
-    """path -> desired value of the knob lines of the journal (format in libtune/journal.c)."""
+    """path -> desired value of the knob lines of the journal (format in libtune/knobs/journal.c)."""
     from urllib.parse import unquote
     entries = {}
     try:

@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Whole-file state in the state directory, and its lock (see include/npu-tuned/state-file.h).
+ * Used by the knob journal (libtune/knobs/journal.c) and the affinity records
+ * (libtune/placement/affinity-record.c). */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "npu-tuned/macro.h"
+#include "npu-tuned/state-file.h"
+
+static int mkdir_parents(const char *dir) {
+        _cleanup_free_ char *copy = strdup(dir);
+
+        if (!copy)
+                return -ENOMEM;
+        for (char *p = copy + 1; *p; p++)
+                if (*p == '/') {
+                        *p = 0;
+                        if (mkdir(copy, 0755) < 0 && errno != EEXIST)
+                                return negative_errno();
+                        *p = '/';
+                }
+        if (mkdir(copy, 0700) < 0 && errno != EEXIST)
+                return negative_errno();
+        return 0;
+}
+
+static int open_state_dir(const char *state_dir, bool create) {
+        int fd;
+
+        if (create) {
+                int r = mkdir_parents(state_dir);
+                if (r < 0)
+                        return r;
+        }
+        fd = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        return fd < 0 ? negative_errno() : fd;
+}
+
+int tune_state_file_read(const char *state_dir, const char *name, size_t max, char **ret, size_t *ret_len) {
+        _cleanup_close_ int dfd = -EBADF, fd = -EBADF;
+        _cleanup_free_ char *buf = NULL;
+        struct stat st;
+        size_t len = 0;
+
+        dfd = open_state_dir(state_dir, false);
+        if (dfd < 0)
+                return dfd;
+        fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return negative_errno();
+        if (fstat(fd, &st) < 0)
+                return negative_errno();
+        if (!S_ISREG(st.st_mode) || (uint64_t) st.st_size > max)
+                return -EBADMSG;
+        buf = malloc((size_t) st.st_size + 1);
+        if (!buf)
+                return -ENOMEM;
+        for (;;) {
+                ssize_t n = read(fd, buf + len, (size_t) st.st_size + 1 - len);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                if (n == 0)
+                        break;
+                len += (size_t) n;
+                if (len > (size_t) st.st_size)
+                        return -EBADMSG; /* grew under us */
+        }
+        buf[len] = 0;
+        *ret = TAKE_PTR(buf);
+        *ret_len = len;
+        return 0;
+}
+
+static void step(tune_step_fn fn, const char *what, void *userdata) {
+        if (fn)
+                fn(what, userdata);
+}
+
+int tune_state_file_write(const char *state_dir, const char *name, const char *text, tune_step_fn step_fn,
+                          void *userdata) {
+        _cleanup_close_ int dfd = -EBADF, fd = -EBADF;
+        _cleanup_free_ char *tmp = NULL;
+        size_t len, done = 0;
+        int r;
+
+        if (asprintf(&tmp, "%s.tmp", name) < 0)
+                return -ENOMEM;
+        dfd = open_state_dir(state_dir, true);
+        if (dfd < 0)
+                return dfd;
+        fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return negative_errno();
+        len = strlen(text);
+        while (done < len) {
+                ssize_t n = write(fd, text + done, len - done);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        r = negative_errno();
+                        (void) unlinkat(dfd, tmp, 0);
+                        return r;
+                }
+                done += (size_t) n;
+        }
+        if (fsync(fd) < 0) {
+                r = negative_errno();
+                (void) unlinkat(dfd, tmp, 0);
+                return r;
+        }
+        step(step_fn, "journal-synced", userdata);
+        if (renameat(dfd, tmp, dfd, name) < 0) {
+                r = negative_errno();
+                (void) unlinkat(dfd, tmp, 0);
+                return r;
+        }
+        step(step_fn, "journal-renamed", userdata);
+        if (fsync(dfd) < 0)
+                return negative_errno();
+        step(step_fn, "journal-dir-synced", userdata);
+        return 0;
+}
+
+int tune_state_file_delete(const char *state_dir, const char *name) {
+        _cleanup_close_ int dfd = -EBADF;
+        _cleanup_free_ char *tmp = NULL;
+
+        if (asprintf(&tmp, "%s.tmp", name) < 0)
+                return -ENOMEM;
+        dfd = open_state_dir(state_dir, false);
+        if (dfd == -ENOENT)
+                return 0;
+        if (dfd < 0)
+                return dfd;
+        (void) unlinkat(dfd, tmp, 0);
+        if (unlinkat(dfd, name, 0) < 0) {
+                if (errno == ENOENT)
+                        return 0;
+                return negative_errno();
+        }
+        if (fsync(dfd) < 0)
+                return negative_errno();
+        return 0;
+}
+
+int tune_state_dir_lock(const char *state_dir) {
+        _cleanup_close_ int dfd = -EBADF, fd = -EBADF;
+
+        dfd = open_state_dir(state_dir, true);
+        if (dfd < 0)
+                return dfd;
+        fd = openat(dfd, TUNE_STATE_DIR_LOCK_FILE, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return negative_errno();
+        if (flock(fd, LOCK_EX | LOCK_NB) < 0)
+                return errno == EWOULDBLOCK ? -EBUSY : negative_errno();
+        return TAKE_FD(fd);
+}
