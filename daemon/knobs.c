@@ -19,13 +19,19 @@
 #include "npu-tuned/knob.h"
 #include "knobs.h"
 #include "log.h"
-#include "manager.h"
-#include "placement.h"
 
 #define RECONCILE_INTERVAL_MS_DEFAULT 10000u
 
+/* Crash-test hooks (below a test root only): see test_hooks_init(). */
+typedef struct test_hooks {
+        unsigned step, kill_at, delay_us;
+        unsigned seed;
+} test_hooks;
+
 struct Knobs {
-        Manager *m;
+        const tune_ctx *ctx;
+        sd_event *event;
+        StateDir *state_dir;
         const tune_policy_host *host;
         unsigned interval_ms;
         tune_cpuset housekeeping;
@@ -33,14 +39,9 @@ struct Knobs {
         tune_knob_plan plan;
         bool *drift_logged;         /* per plan item */
         tune_journal *journal;      /* what we own now; NULL: nothing */
-        int lock_fd;
         sd_event_source *timer;
-        /* Crash-test hooks (below a test root only): see knobs_test_hooks(). */
-        unsigned step, kill_at, delay_us;
-        unsigned seed;
+        test_hooks test;
 };
-
-/* ---- TEMPORARY host settings reader (replace with the policy parser) ----------------- */
 
 /* ---- reports ------------------------------------------------------------------------- */
 
@@ -160,7 +161,7 @@ static void on_restored(const tune_journal_entry *e, tune_restore_outcome o, int
  * NPU_TUNED_TEST_SEED), so that an outside SIGKILL lands between steps.
  * Honoured only below a test root (--root other than /). -v logs every step. */
 static void knobs_step(const char *what, void *userdata) {
-        Knobs *k = userdata;
+        test_hooks *k = userdata;
 
         k->step++;
         log_debug("knob step %u: %s", k->step, what);
@@ -187,12 +188,13 @@ static unsigned env_uint(const char *name) {
         return errno || *end || v > 100000000 ? 0 : (unsigned) v;
 }
 
-static void knobs_test_hooks(Knobs *k) {
+static void test_hooks_init(test_hooks *k, const tune_ctx *ctx) {
         const bool wanted = getenv("NPU_TUNED_TEST_KILL_AT_STEP") || getenv("NPU_TUNED_TEST_STEP_DELAY_US");
 
+        *k = (test_hooks){};
         if (!wanted)
                 return;
-        if (tune_ctx_is_live(k->m->ctx)) {
+        if (tune_ctx_is_live(ctx)) {
                 log_warning("NPU_TUNED_TEST_* hooks are honoured only below a test --root: ignoring them.");
                 return;
         }
@@ -201,15 +203,13 @@ static void knobs_test_hooks(Knobs *k) {
         k->seed = env_uint("NPU_TUNED_TEST_SEED");
 }
 
-static tune_knob_hooks knobs_hooks(Knobs *k) {
+static tune_knob_hooks knobs_hooks(test_hooks *k) {
         return (tune_knob_hooks){ .step = knobs_step, .restored = on_restored, .userdata = k };
 }
 
 /* ---- the journal of a previous run --------------------------------------------------- */
 
-/* Load the journal in state_dir. 0 with *ret NULL: none (or one from an earlier boot,
- * discarded). < 0: unusable, with the error logged: the caller must leave knobs alone. */
-static int load_previous(const tune_ctx *ctx, const char *state_dir, tune_journal **ret) {
+int knobs_load_journal(const tune_ctx *ctx, const char *state_dir, tune_journal **ret) {
         _cleanup_(tune_journal_freep) tune_journal *j = NULL;
         _cleanup_free_ char *boot_id = NULL;
         unsigned line = 0;
@@ -264,8 +264,6 @@ Knobs *knobs_free(Knobs *k) {
         tune_cpuset_done(&k->housekeeping);
         tune_cpuset_done(&k->inference);
         free(k->drift_logged);
-        if (k->lock_fd >= 0)
-                close(k->lock_fd);
         free(k);
         return NULL;
 }
@@ -285,7 +283,7 @@ static int on_reconcile(sd_event_source *s, uint64_t usec, void *userdata) {
                 _cleanup_free_ char *cur = NULL;
                 int r;
 
-                if (!item_owned(k, it) || tune_knob_item_read(k->m->ctx, it, &cur) < 0)
+                if (!item_owned(k, it) || tune_knob_item_read(k->ctx, it, &cur) < 0)
                         continue;
                 if (tune_knob_value_equal(it->format, cur, it->desired))
                         continue;
@@ -297,7 +295,7 @@ static int on_reconcile(sd_event_source *s, uint64_t usec, void *userdata) {
                                                      : "; left as it is (policy: no reassert); it stays theirs on stop.");
                 }
                 if (k->host->reassert) {
-                        r = tune_knob_item_write(k->m->ctx, it, it->desired);
+                        r = tune_knob_item_write(k->ctx, it, it->desired);
                         if (r < 0)
                                 log_debug_errno(r, "%s: re-asserting \"%s\" failed: %m", it->id, it->desired);
                 }
@@ -325,80 +323,84 @@ static void print_dry_run(const Knobs *k, const tune_journal *previous) {
         fflush(stdout);
 }
 
-int knobs_start(Manager *m) {
-        _cleanup_(tune_journal_freep) tune_journal *previous = NULL;
-        const daemon_options *o = m->options;
-        tune_knob_hooks hooks;
-        Knobs *k;
+static int knobs_start_locked(Knobs *k, const knobs_inputs *in);
+
+int knobs_start(const knobs_inputs *in, Knobs **ret) {
+        _cleanup_(knobs_freep) Knobs *k = NULL;
         int r;
 
         k = calloc(1, sizeof *k);
         if (!k)
                 return log_oom();
-        k->m = m;
-        k->lock_fd = -EBADF;
+        k->ctx = in->ctx;
+        k->event = in->event;
+        k->state_dir = in->state_dir;
         k->interval_ms = RECONCILE_INTERVAL_MS_DEFAULT;
-        m->knobs = k;
-        knobs_test_hooks(k);
-        hooks = knobs_hooks(k);
+        test_hooks_init(&k->test, in->ctx);
+        r = knobs_start_locked(k, in);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(k);
+        return 0;
+}
+
+static int knobs_start_locked(Knobs *k, const knobs_inputs *in) {
+        _cleanup_(tune_journal_freep) tune_journal *previous = NULL;
+        const char *state_dir = state_dir_path(in->state_dir);
+        tune_knob_hooks hooks = knobs_hooks(&k->test);
+        int r;
 
         /* Desired values. */
-        if (m->policy) {
-                k->host = &m->policy->host;
-                if (m->policy->options.reconcile_interval_ms > 0)
-                        k->interval_ms = m->policy->options.reconcile_interval_ms;
+        if (in->policy) {
+                k->host = &in->policy->host;
+                if (in->policy->options.reconcile_interval_ms > 0)
+                        k->interval_ms = in->policy->options.reconcile_interval_ms;
         }
 
         /* The CPU sets. Inference CPUs: the non-housekeeping CPUs of the accelerators'
          * nodes, i.e. every CPU the planner may hand out there. Deliberately not the pools
          * placed right now (tune_placer_inference_cpus): IRQ affinity should not churn as
          * processes come and go. */
-        r = tune_knob_housekeeping_cpus(m->topology, k->host ? k->host->irq_housekeeping_cpus_per_node : 0,
+        r = tune_knob_housekeeping_cpus(in->topology, k->host ? k->host->irq_housekeeping_cpus_per_node : 0,
                                         &k->housekeeping);
         if (r >= 0)
-                r = tune_knob_default_inference_cpus(m->topology, &m->accels, &k->housekeeping, &k->inference);
+                r = tune_knob_default_inference_cpus(in->topology, in->accels, &k->housekeeping, &k->inference);
         if (r < 0)
                 return log_oom();
 
         if (k->host) {
-                tune_knob_plan_input in = {
+                tune_knob_plan_input plan_in = {
                         .host = k->host,
-                        .topology = m->topology,
-                        .accels = &m->accels,
+                        .topology = in->topology,
+                        .accels = in->accels,
                         .inference_cpus = &k->inference,
                         .housekeeping_cpus = &k->housekeeping,
                 };
-                r = tune_knobs_plan(m->ctx, &in, &k->plan);
+                r = tune_knobs_plan(k->ctx, &plan_in, &k->plan);
                 if (r < 0)
                         return log_error_errno(r, "Failed to plan host knobs: %m");
         }
 
-        if (manager_dry_run(m)) {
+        if (in->dry_run) {
                 unsigned line;
-                if (tune_journal_load(o->state_dir, &previous, &line) < 0)
+                if (tune_journal_load(state_dir, &previous, &line) < 0)
                         previous = NULL;
                 print_dry_run(k, previous);
                 return 0;
         }
 
-        if (m->state_lock_fd >= 0) {
-                /* manager.c took it before the watcher started. */
-                r = fcntl(m->state_lock_fd, F_DUPFD_CLOEXEC, 3);
-                if (r < 0)
-                        r = negative_errno();
-        } else
-                r = tune_state_dir_lock(o->state_dir);
+        /* Held already when the watcher's start took it. */
+        r = state_dir_lock(k->state_dir);
         if (r == -EBUSY)
-                return log_error_errno(r, "Another npu-tuned holds the state directory %s.", o->state_dir);
+                return log_error_errno(r, "Another npu-tuned holds the state directory %s.", state_dir);
         if (r < 0) {
                 log_error_errno(r, "Failed to lock the state directory %s: %m; host knobs are left alone (no journal, "
                                    "no writes).",
-                                o->state_dir);
+                                state_dir);
                 return 0;
         }
-        k->lock_fd = r;
 
-        r = load_previous(m->ctx, o->state_dir, &previous);
+        r = knobs_load_journal(k->ctx, state_dir, &previous);
         if (r < 0)
                 return 0; /* logged: knobs left alone, the rest of the daemon runs */
         if (!k->host && !previous) {
@@ -409,9 +411,9 @@ int knobs_start(Manager *m) {
                 log_info("Found the journal of a previous run (%u knob(s)): its originals are kept.", previous->n);
 
         log_notes(&k->plan);
-        r = tune_knobs_apply(m->ctx, &k->plan, o->state_dir, previous, &hooks, &k->journal);
+        r = tune_knobs_apply(k->ctx, &k->plan, state_dir, previous, &hooks, &k->journal);
         if (r < 0) {
-                log_error_errno(r, "Failed to write the knob journal to %s: %m; host knobs are left alone.", o->state_dir);
+                log_error_errno(r, "Failed to write the knob journal to %s: %m; host knobs are left alone.", state_dir);
                 return 0;
         }
         for (unsigned i = 0; i < k->plan.n; i++)
@@ -421,15 +423,15 @@ int knobs_start(Manager *m) {
                 log_info("Host knobs: nothing to change.");
                 return 0;
         }
-        log_info("Host knobs: %u owned, originals in %s/%s.", k->journal->n, o->state_dir, TUNE_JOURNAL_FILE);
+        log_info("Host knobs: %u owned, originals in %s/%s.", k->journal->n, state_dir, TUNE_JOURNAL_FILE);
 
         /* From here on the knobs are ours: nothing may fail the start (the loop's end
          * restores them). */
         uint64_t now;
         k->drift_logged = calloc(k->plan.n + 1, sizeof(bool));
-        r = k->drift_logged ? sd_event_now(m->event, CLOCK_MONOTONIC, &now) : -ENOMEM;
+        r = k->drift_logged ? sd_event_now(k->event, CLOCK_MONOTONIC, &now) : -ENOMEM;
         if (r >= 0)
-                r = sd_event_add_time(m->event, &k->timer, CLOCK_MONOTONIC, now + (uint64_t) k->interval_ms * 1000, 0,
+                r = sd_event_add_time(k->event, &k->timer, CLOCK_MONOTONIC, now + (uint64_t) k->interval_ms * 1000, 0,
                                       on_reconcile, k);
         if (r >= 0)
                 r = sd_event_source_set_enabled(k->timer, SD_EVENT_ON);
@@ -440,78 +442,34 @@ int knobs_start(Manager *m) {
         return 0;
 }
 
-int knobs_stop(Manager *m) {
-        Knobs *k = m->knobs;
+int knobs_stop(Knobs *k) {
+        const char *state_dir;
         tune_knob_hooks hooks;
         int r;
 
         if (!k || !k->journal)
                 return 0;
-        hooks = knobs_hooks(k);
+        state_dir = state_dir_path(k->state_dir);
+        hooks = knobs_hooks(&k->test);
         k->timer = sd_event_source_disable_unref(k->timer);
         log_info("Restoring %u host knob(s).", k->journal->n);
-        r = tune_knobs_restore(m->ctx, k->journal, m->options->state_dir, &hooks);
+        r = tune_knobs_restore(k->ctx, k->journal, state_dir, &hooks);
         if (r < 0)
                 log_warning_errno(r, "%u host knob(s) could not be restored: %m; kept in %s/%s for npu-tuned --restore.",
-                                  k->journal->n, m->options->state_dir, TUNE_JOURNAL_FILE);
+                                  k->journal->n, state_dir, TUNE_JOURNAL_FILE);
         else
                 log_info("Host knobs restored; journal removed.");
         k->journal = tune_journal_free(k->journal);
         return r;
 }
 
-/* ---- npu-tuned --restore ------------------------------------------------------------- */
+/* ---- npu-tuned --restore (daemon/restore.c) ----------------------------------------- */
 
-int run_restore(const daemon_options *o) {
-        _cleanup_(tune_ctx_freep) tune_ctx *ctx = NULL;
-        _cleanup_(tune_journal_freep) tune_journal *j = NULL;
-        _cleanup_close_ int lock_fd = -EBADF;
-        Knobs k = { .lock_fd = -EBADF };
-        Manager m = { .options = o };
+int knobs_restore_journal(const tune_ctx *ctx, tune_journal *j, const char *state_dir) {
+        test_hooks test;
         tune_knob_hooks hooks;
-        bool affinity_failed;
-        struct stat st;
-        int r;
 
-        r = tune_ctx_new(o->root, &ctx);
-        if (r < 0) {
-                log_error_errno(r, "Failed to open root directory %s: %m", o->root);
-                return 1;
-        }
-        if (stat(o->state_dir, &st) < 0 && errno == ENOENT) {
-                log_info("No state directory %s: nothing to restore.", o->state_dir);
-                return 0;
-        }
-        lock_fd = tune_state_dir_lock(o->state_dir);
-        if (lock_fd == -EBUSY) {
-                log_error("npu-tuned is running with the state directory %s: stop it (it restores on stop).",
-                          o->state_dir);
-                return 1;
-        }
-        if (lock_fd < 0) {
-                log_error_errno(lock_fd, "Failed to lock the state directory %s: %m", o->state_dir);
-                return 1;
-        }
-        /* Affinities of processes a killed daemon had placed (not below a test root). */
-        affinity_failed = tune_ctx_is_live(ctx) && placement_restore_records(ctx, o->state_dir) < 0;
-        r = load_previous(ctx, o->state_dir, &j);
-        if (r < 0)
-                return 1;
-        if (!j) {
-                (void) tune_journal_delete(o->state_dir); /* a stale temp file */
-                log_info("No knob journal in %s: nothing to restore.", o->state_dir);
-                return affinity_failed ? 1 : 0;
-        }
-        m.ctx = ctx;
-        k.m = &m;
-        knobs_test_hooks(&k);
-        hooks = knobs_hooks(&k);
-        log_info("Restoring %u host knob(s) from %s/%s.", j->n, o->state_dir, TUNE_JOURNAL_FILE);
-        r = tune_knobs_restore(ctx, j, o->state_dir, &hooks);
-        if (r < 0) {
-                log_error_errno(r, "%u host knob(s) could not be restored: %m; kept in the journal.", j->n);
-                return 1;
-        }
-        log_info("Host knobs restored; journal removed.");
-        return affinity_failed ? 1 : 0;
+        test_hooks_init(&test, ctx);
+        hooks = knobs_hooks(&test);
+        return tune_knobs_restore(ctx, j, state_dir, &hooks);
 }

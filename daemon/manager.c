@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
+#include <assert.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -7,11 +8,11 @@
 #include <systemd/sd-daemon.h>
 
 #include "knobs.h"
-#include "npu-tuned/journal.h"
 #include "log.h"
 #include "manager.h"
 #include "npu-tuned/policy.h"
 #include "placement.h"
+#include "restore.h"
 #include "watcher.h"
 
 Manager *manager_free(Manager *m) {
@@ -24,8 +25,7 @@ Manager *manager_free(Manager *m) {
         tune_policy_free(m->policy);
         tune_topology_free(m->topology);
         tune_ctx_free(m->ctx);
-        if (m->state_lock_fd >= 0)
-                close(m->state_lock_fd);
+        state_dir_free(m->state_dir);
         sd_event_unref(m->event);
         free(m);
         return NULL;
@@ -39,7 +39,9 @@ int manager_new(const daemon_options *o, Manager **ret) {
         if (!m)
                 return log_oom();
         m->options = o;
-        m->state_lock_fd = -EBADF;
+        r = state_dir_new(o->state_dir, &m->state_dir);
+        if (r < 0)
+                return log_oom();
         r = sd_event_default(&m->event);
         if (r < 0)
                 return log_error_errno(r, "Failed to allocate event loop: %m");
@@ -80,38 +82,61 @@ static int manager_start_watcher(Manager *m) {
                 /* A daemon killed before it could restore left affinity records: give those
                  * processes their originals back BEFORE the first scan places them again,
                  * so that the new records hold their true originals, not our old values. */
-                r = tune_state_dir_lock(m->options->state_dir);
+                r = state_dir_lock(m->state_dir);
                 if (r == -EBUSY)
                         return log_error_errno(r, "Another npu-tuned holds the state directory %s.", m->options->state_dir);
                 if (r < 0)
                         log_warning_errno(r, "Failed to lock the state directory %s, leaving affinity records of a "
                                              "previous run: %m", m->options->state_dir);
-                else {
-                        m->state_lock_fd = r;
-                        (void) placement_restore_records(m->ctx, m->options->state_dir);
-                }
+                else
+                        (void) restore_affinity_records(m->ctx, m->options->state_dir);
         }
-        r = placement_new(m, &m->placement);
+        placement_inputs in = {
+                .event = m->event,
+                .ctx = m->ctx,
+                .topology = m->topology,
+                .state_dir = m->options->state_dir,
+                .policy = policy,
+                .accels = &m->accels,
+                .dry_run = manager_dry_run(m),
+        };
+        r = placement_new(&in, &m->placement);
         if (r < 0)
                 return r;
         r = watcher_new(m->event, m->ctx, &m->accels, policy, &params, &placement_watcher_ops, m->placement, &m->watcher);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the process watcher: %m");
+        placement_attach_watcher(m->placement, m->watcher);
         return watcher_start(m->watcher);
 }
 
 void manager_release(Manager *m) {
         if (m->watcher)
                 watcher_release_all(m->watcher);
-        (void) knobs_stop(m);
+        (void) knobs_stop(m->knobs);
         m->knobs = knobs_free(m->knobs);
+}
+
+static int manager_start_knobs(Manager *m) {
+        knobs_inputs in = {
+                .event = m->event,
+                .ctx = m->ctx,
+                .topology = m->topology,
+                .accels = &m->accels,
+                .policy = m->policy,
+                .state_dir = m->state_dir,
+                .dry_run = manager_dry_run(m),
+        };
+
+        assert(!m->knobs);
+        return knobs_start(&in, &m->knobs);
 }
 
 int manager_reapply(Manager *m) {
         int r, ret = 0;
 
         if (m->placement) {
-                r = placement_reset(m->placement);
+                r = placement_reset(m->placement, m->policy, &m->accels, manager_dry_run(m));
                 if (r < 0)
                         ret = r;
         }
@@ -120,7 +145,7 @@ int manager_reapply(Manager *m) {
                 if (r < 0)
                         ret = log_error_errno(r, "Failed to match processes against the new policy: %m");
         }
-        r = knobs_start(m);
+        r = manager_start_knobs(m);
         return r < 0 ? r : ret;
 }
 
@@ -139,35 +164,44 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
         return 0;
 }
 
-int manager_start(Manager *m) {
-        sd_event_source *s = NULL;
+/* SIGTERM and SIGINT stop the daemon, SIGHUP reloads the policy. */
+static int manager_watch_signals(Manager *m) {
+        static const struct {
+                int signo;
+                const char *name, *description;
+                sd_event_signal_handler_t handler;
+        } signals[] = {
+                { SIGTERM, "SIGTERM", "sigterm", on_signal },
+                { SIGINT, "SIGINT", "sigint", on_signal },
+                { SIGHUP, "SIGHUP", "sighup", on_sighup },
+        };
         sigset_t mask;
         int r;
 
         sigemptyset(&mask);
-        sigaddset(&mask, SIGTERM);
-        sigaddset(&mask, SIGINT);
-        sigaddset(&mask, SIGHUP);
+        for (size_t i = 0; i < ELEMENTSOF(signals); i++)
+                sigaddset(&mask, signals[i].signo);
         if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
                 return log_error_errno(errno, "Failed to block signals: %m");
-        r = sd_event_add_signal(m->event, &s, SIGTERM, on_signal, m);
+        for (size_t i = 0; i < ELEMENTSOF(signals); i++) {
+                sd_event_source *s = NULL;
+
+                r = sd_event_add_signal(m->event, &s, signals[i].signo, signals[i].handler, m);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to watch %s: %m", signals[i].name);
+                (void) sd_event_source_set_description(s, signals[i].description);
+                sd_event_source_set_floating(s, true);
+                sd_event_source_unref(s);
+        }
+        return 0;
+}
+
+int manager_start(Manager *m) {
+        int r;
+
+        r = manager_watch_signals(m);
         if (r < 0)
-                return log_error_errno(r, "Failed to watch SIGTERM: %m");
-        (void) sd_event_source_set_description(s, "sigterm");
-        sd_event_source_set_floating(s, true);
-        sd_event_source_unref(s);
-        r = sd_event_add_signal(m->event, &s, SIGINT, on_signal, m);
-        if (r < 0)
-                return log_error_errno(r, "Failed to watch SIGINT: %m");
-        (void) sd_event_source_set_description(s, "sigint");
-        sd_event_source_set_floating(s, true);
-        sd_event_source_unref(s);
-        r = sd_event_add_signal(m->event, &s, SIGHUP, on_sighup, m);
-        if (r < 0)
-                return log_error_errno(r, "Failed to watch SIGHUP: %m");
-        (void) sd_event_source_set_description(s, "sighup");
-        sd_event_source_set_floating(s, true);
-        sd_event_source_unref(s);
+                return r;
         r = sd_event_set_watchdog(m->event, true);
         if (r < 0)
                 log_warning_errno(r, "Failed to enable the service watchdog, ignoring: %m");
@@ -178,10 +212,7 @@ int manager_start(Manager *m) {
                 if (r < 0)
                         return r;
         }
-        r = knobs_start(m);
-        if (r < 0)
-                return r;
-        return 0;
+        return manager_start_knobs(m);
 }
 
 int manager_run(Manager *m) {
@@ -194,6 +225,6 @@ int manager_run(Manager *m) {
         /* Processes still running get their affinity back where the policy says so. */
         if (m->watcher)
                 watcher_release_all(m->watcher);
-        (void) knobs_stop(m);
+        (void) knobs_stop(m->knobs);
         return r;
 }

@@ -8,9 +8,11 @@
 #include "npu-tuned/topology.h"
 #include "npu-tuned/accel.h"
 #include "options.h"
+#include "state-dir.h"
 
 /* The daemon's state: one per process. Event sources hang off m->event; each part of the
- * daemon (knobs, watcher, placement, bus) keeps its own state behind a pointer here. */
+ * daemon (knobs, watcher, placement, bus) keeps its own state behind a pointer here. Only
+ * the manager's files (manager*.c) see this struct: the parts get the inputs they use. */
 typedef struct Manager {
         const daemon_options *options;
         sd_event *event;
@@ -22,7 +24,7 @@ typedef struct Manager {
         bool live; /* root is "/" and the watcher may act on real processes */
         struct Watcher *watcher; /* the process watcher; NULL unless live */
         struct Placement *placement; /* the watcher's consumer: daemon/placement.c */
-        int state_lock_fd; /* the state directory's lock when taken before the watcher; else < 0 */
+        StateDir *state_dir; /* the journal and records, and their lock */
 } Manager;
 
 int manager_new(const daemon_options *o, Manager **ret);

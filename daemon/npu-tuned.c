@@ -8,12 +8,12 @@
 #include <string.h>
 
 #include "config.h"
-#include "knobs.h"
 #include "log.h"
 #include "manager.h"
 #include "options.h"
 #include "policy-cli.h"
 #include "print-topology.h"
+#include "restore.h"
 #include "explain.h"
 
 static void help(void) {

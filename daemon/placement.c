@@ -5,7 +5,6 @@
 #include <time.h>
 
 #include "log.h"
-#include "manager.h"
 #include "npu-tuned/affinity.h"
 #include "npu-tuned/affinity-record.h"
 #include "npu-tuned/knob.h"
@@ -17,7 +16,13 @@
 #define MIGRATE_STEP_USEC (100 * 1000ULL)
 
 struct Placement {
-        struct Manager *manager;
+        sd_event *event;
+        const tune_ctx *ctx;
+        tune_topology *topology;
+        const char *state_dir;
+        const tune_accels *accels; /* of the current policy load */
+        bool dry_run;
+        Watcher *watcher;
         tune_placer *placer;
         tune_cpuset all_nodes;
         char *boot_id;          /* for the affinity records */
@@ -74,7 +79,7 @@ const tune_placement *placement_get(const Placement *p, const managed_process *m
 
 /* The managed process behind a key, if it is still that process. */
 static managed_process *find_process(Placement *p, uint64_t key) {
-        managed_process *mp = watcher_find(p->manager->watcher, key_pid(key));
+        managed_process *mp = watcher_find(p->watcher, key_pid(key));
         if (!mp || !mp->userdata || ((placed_process *) mp->userdata)->key != key)
                 return NULL;
         return mp;
@@ -170,12 +175,12 @@ static int record_before_set(placed_process *pp, pid_t tid, const tune_cpuset *c
                 r = tune_cpuset_copy(&e->applied, cpus);
         }
         if (r >= 0)
-                r = tune_affinity_record_save(p->manager->options->state_dir, &next);
+                r = tune_affinity_record_save(p->state_dir, &next);
         if (r < 0) {
                 if (!p->record_error_logged)
                         log_warning_errno(r, "Failed to record the original CPU affinities of pid %d in %s: %m; its "
                                              "threads are left as they are.",
-                                          pp->pid, p->manager->options->state_dir);
+                                          pp->pid, p->state_dir);
                 p->record_error_logged = true;
                 tune_affinity_record_done(&next);
                 return r;
@@ -202,71 +207,11 @@ static void record_remove(Placement *p, placed_process *pp) {
 
         if (!pp->recorded)
                 return;
-        r = tune_affinity_record_delete(p->manager->options->state_dir, pp->pid);
+        r = tune_affinity_record_delete(p->state_dir, pp->pid);
         if (r < 0)
                 log_warning_errno(r, "Failed to remove the affinity record of pid %d from %s: %m", pp->pid,
-                                  p->manager->options->state_dir);
+                                  p->state_dir);
         pp->recorded = false;
-}
-
-/* Give one recorded process its originals back. Returns < 0 when it could not be
- * restored and the record is kept (for a later --restore). */
-static int restore_record(const tune_ctx *ctx, const char *state_dir, const char *boot_id, pid_t pid) {
-        _cleanup_(tune_affinity_record_done) tune_affinity_record rec = {};
-        tune_affinity_stats stats = {};
-        int r;
-
-        r = tune_affinity_record_load(state_dir, pid, &rec);
-        if (r == -ENOENT)
-                return 0;
-        if (r == -EBADMSG || r == -EPROTONOSUPPORT)
-                return log_error_errno(r, "%s/" TUNE_AFFINITY_RECORD_PREFIX "%d" TUNE_AFFINITY_RECORD_SUFFIX
-                                          " is %s: leaving pid %d's affinity as it is. Inspect and remove it.",
-                                       state_dir, pid, r == -EBADMSG ? "corrupt" : "from a newer npu-tuned", pid);
-        if (r < 0)
-                return log_error_errno(r, "Failed to read the affinity record of pid %d in %s: %m", pid, state_dir);
-        if (*rec.boot_id && boot_id && *boot_id && !streq(rec.boot_id, boot_id))
-                log_info("The affinity record of pid %d is from an earlier boot: discarding it.", pid);
-        else if (!rec.restore_on_stop)
-                log_info("pid %d keeps its CPU affinity (its rule says restore_on_stop: false).", pid);
-        else {
-                r = tune_affinity_restore(ctx, NULL, &rec.journal, &stats);
-                if (r == -ESRCH || r == -ENOENT)
-                        log_info("pid %d (start time %llu) is gone: nothing to give back.", pid,
-                                 (unsigned long long) rec.journal.start_time);
-                else if (r < 0)
-                        return log_warning_errno(r, "Failed to give pid %d its original CPU affinity back: %m; its "
-                                                    "record is kept.", pid);
-                else
-                        log_info("Gave %u thread(s) of pid %d their original CPU affinity back%s.", stats.set, pid,
-                                 stats.skipped ? " (threads that re-bound themselves were left alone)" : "");
-        }
-        r = tune_affinity_record_delete(state_dir, pid);
-        if (r < 0)
-                return log_warning_errno(r, "Failed to remove the affinity record of pid %d: %m", pid);
-        return 0;
-}
-
-int placement_restore_records(const tune_ctx *ctx, const char *state_dir) {
-        _cleanup_free_ pid_t *pids = NULL;
-        _cleanup_free_ char *boot_id = NULL;
-        unsigned n = 0, failed = 0;
-        int r;
-
-        r = tune_affinity_record_list(state_dir, &pids, &n);
-        if (r < 0)
-                return log_error_errno(r, "Failed to list the affinity records in %s: %m", state_dir);
-        if (n == 0)
-                return 0;
-        if (!tune_ctx_is_live(ctx))
-                return log_error_errno(EOPNOTSUPP, "%u affinity record(s) in %s, but the root is not \"/\": leaving them.",
-                                       n, state_dir);
-        (void) tune_knob_boot_id(ctx, &boot_id);
-        log_info("Found %u affinity record(s) of a previous run in %s: restoring.", n, state_dir);
-        for (unsigned i = 0; i < n; i++)
-                if (restore_record(ctx, state_dir, boot_id, pids[i]) < 0)
-                        failed++;
-        return failed > 0 ? -EIO : 0;
 }
 
 /* Pin every thread of mp by role. */
@@ -280,7 +225,7 @@ static void apply_process(Placement *p, managed_process *mp) {
                 return;
         tune_thread_target target = { .placement = pl, .rule = mp->rule };
         pp->restore_on_stop = mp->rule->restore_on_stop;
-        r = tune_affinity_apply(p->manager->ctx, &pp->backend, mp->pid, tune_thread_target_choose, &target, &pp->journal, &stats);
+        r = tune_affinity_apply(p->ctx, &pp->backend, mp->pid, tune_thread_target_choose, &target, &pp->journal, &stats);
         if (r == -ESRCH)
                 return; /* gone: its exit event follows */
         if (r == -EAGAIN)
@@ -305,7 +250,7 @@ static void verify_memory(Placement *p, managed_process *mp, const tune_placemen
         tune_numa_usage u = {};
         int r;
 
-        r = tune_numa_maps_read(p->manager->ctx, mp->pid, &u);
+        r = tune_numa_maps_read(p->ctx, mp->pid, &u);
         if (r < 0) {
                 if (r != -ESRCH)
                         log_warning_errno(r, "Failed to read numa_maps of pid %d: %m", mp->pid);
@@ -340,7 +285,7 @@ static int on_memory_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         }
         rule = mp->rule;
         if (rule->memory_rate_mib_s == 0) {
-                long not_moved = tune_memmove_migrate_all(p->manager->ctx, mp->pid, &p->all_nodes, &pl->mem_nodes, NULL);
+                long not_moved = tune_memmove_migrate_all(p->ctx, mp->pid, &p->all_nodes, &pl->mem_nodes, NULL);
                 if (not_moved < 0) {
                         if (not_moved != -ESRCH)
                                 log_warning_errno((int) not_moved, "Failed to migrate the memory of pid %d, leaving it: %m", mp->pid);
@@ -352,7 +297,7 @@ static int on_memory_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         }
         if (!pp->memmove) {
                 tune_memmove_params params = { .move_shared = true };
-                r = tune_memmove_new(p->manager->ctx, mp->pid, &pl->mem_nodes, &params, &pp->memmove);
+                r = tune_memmove_new(p->ctx, mp->pid, &pl->mem_nodes, &params, &pp->memmove);
                 if (r < 0) {
                         if (r != -ESRCH)
                                 log_warning_errno(r, "Failed to plan the memory migration of pid %d, leaving it: %m", mp->pid);
@@ -364,7 +309,7 @@ static int on_memory_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                          rule->memory_rate_mib_s);
         }
         r = tune_memmove_step(pp->memmove, (uint64_t) rule->memory_rate_mib_s * 1024 * MIGRATE_STEP_USEC / 1000000);
-        if (r < 0 || watcher_check_process(p->manager->watcher, mp) == 0) {
+        if (r < 0 || watcher_check_process(p->watcher, mp) == 0) {
                 if (r < 0 && r != -ESRCH)
                         log_warning_errno(r, "Failed to migrate the memory of pid %d, leaving the rest: %m", mp->pid);
                 pp->memory_timer = sd_event_source_disable_unref(pp->memory_timer);
@@ -391,7 +336,7 @@ static void arm_memory(Placement *p, managed_process *mp, placed_process *pp, co
         if (pp->memory_done || pp->memory_timer || !mp->rule->memory_migrate || pl->action != TUNE_PLACEMENT_PLACE ||
             tune_cpuset_is_empty(&pl->mem_nodes))
                 return;
-        r = sd_event_add_time_relative(p->manager->event, &pp->memory_timer, CLOCK_MONOTONIC,
+        r = sd_event_add_time_relative(p->event, &pp->memory_timer, CLOCK_MONOTONIC,
                                        (uint64_t) mp->rule->memory_settle_delay_ms * 1000, 10 * 1000, on_memory_timer, pp);
         if (r < 0) {
                 log_warning_errno(r, "Failed to arm the memory timer of pid %d, its memory stays where it is: %m", mp->pid);
@@ -420,16 +365,16 @@ static void place(Placement *p, managed_process *mp) {
         tune_keys changed = {};
         int r;
 
-        n = placement_resolve_accels(&p->manager->accels, mp, accels, ELEMENTSOF(accels));
-        (void) tune_topology_refresh_memory(p->manager->ctx, p->manager->topology);
+        n = placement_resolve_accels(p->accels, mp, accels, ELEMENTSOF(accels));
+        (void) tune_topology_refresh_memory(p->ctx, p->topology);
         r = tune_placer_set(p->placer, pp->key, mp->rule, accels, n, &changed);
         if (r < 0) {
                 log_warning_errno(r, "Failed to plan pid %d, leaving it alone: %m", mp->pid);
                 return;
         }
         const tune_placement *pl = tune_placer_get(p->placer, pp->key);
-        log_placement(mp, pl, manager_dry_run(p->manager));
-        if (manager_dry_run(p->manager)) {
+        log_placement(mp, pl, p->dry_run);
+        if (p->dry_run) {
                 /* The plan is logged; nothing is pinned or moved. */
                 tune_keys_done(&changed);
                 return;
@@ -488,11 +433,11 @@ static void apply_one_thread(Placement *p, managed_process *mp, managed_thread *
         int r;
 
         if (!pp || !(pl = tune_placer_get(p->placer, pp->key)) || pl->action != TUNE_PLACEMENT_PLACE ||
-            manager_dry_run(p->manager))
+            p->dry_run)
                 return;
         tune_thread_target target = { .placement = pl, .rule = mp->rule };
         pp->restore_on_stop = mp->rule->restore_on_stop;
-        r = tune_affinity_apply_thread(p->manager->ctx, &pp->backend, mp->pid, t->tid, tune_thread_target_choose, &target,
+        r = tune_affinity_apply_thread(p->ctx, &pp->backend, mp->pid, t->tid, tune_thread_target_choose, &target,
                                        &pp->journal, &stats);
         if (r < 0 && r != -ESRCH)
                 log_warning_errno(r, "Failed to set the CPU affinity of thread %d of pid %d, ignoring: %m", t->tid, mp->pid);
@@ -523,7 +468,7 @@ static void on_process_exit(Watcher *w, managed_process *mp, watcher_exit_reason
                 return;
         if (reason == WATCHER_EXIT_STOP && mp->rule->restore_on_stop) {
                 tune_affinity_stats stats = {};
-                int r = tune_affinity_restore(p->manager->ctx, NULL, &pp->journal, &stats);
+                int r = tune_affinity_restore(p->ctx, NULL, &pp->journal, &stats);
                 if (r < 0 && r != -ESRCH) {
                         log_warning_errno(r, "Failed to give pid %d its original CPU affinity back: %m%s", mp->pid,
                                           pp->recorded ? "; its record is kept for npu-tuned --restore" : "");
@@ -534,7 +479,7 @@ static void on_process_exit(Watcher *w, managed_process *mp, watcher_exit_reason
                                  stats.skipped ? " (threads that re-bound themselves were left alone)" : "");
         } else if (reason == WATCHER_EXIT_UNMATCHED && mp->rule->restore_on_stop) {
                 /* It is no longer what the policy manages: it gets its own affinity back. */
-                (void) tune_affinity_restore(p->manager->ctx, NULL, &pp->journal, NULL);
+                (void) tune_affinity_restore(p->ctx, NULL, &pp->journal, NULL);
         }
         if (tune_placer_remove(p->placer, pp->key, &changed) >= 0 && reason != WATCHER_EXIT_STOP) {
                 /* Its CPUs go back to the pool: the others on its nodes may grow. */
@@ -554,8 +499,8 @@ static void on_reconcile(Watcher *w, managed_process *mp, void *userdata) {
         unsigned drifted = 0;
         pid_t first = 0;
 
-        if (!pp || manager_dry_run(p->manager) ||
-            tune_affinity_check(p->manager->ctx, NULL, &pp->journal, &drifted, &first) < 0 || drifted == 0)
+        if (!pp || p->dry_run ||
+            tune_affinity_check(p->ctx, NULL, &pp->journal, &drifted, &first) < 0 || drifted == 0)
                 return;
         if (mp->rule->reassert_affinity) {
                 if (!pp->drift_logged)
@@ -580,49 +525,60 @@ const watcher_ops placement_watcher_ops = {
         .on_reconcile = on_reconcile,
 };
 
-static int new_placer(struct Manager *m, tune_placer **ret) {
+static int new_placer(const tune_topology *topology, const tune_policy *policy, tune_placer **ret) {
         tune_plan_params params = {
-                .housekeeping_cpus_per_node = m->policy ? m->policy->host.irq_housekeeping_cpus_per_node : 0,
+                .housekeeping_cpus_per_node = policy ? policy->host.irq_housekeeping_cpus_per_node : 0,
         };
-        int r = tune_placer_new(m->topology, &params, ret);
+        int r = tune_placer_new(topology, &params, ret);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up placement: %m");
         return 0;
 }
 
-int placement_reset(Placement *p) {
+int placement_reset(Placement *p, const tune_policy *policy, const tune_accels *accels, bool dry_run) {
         tune_placer *placer;
         int r;
 
         if (tune_placer_count(p->placer) > 0)
                 return log_error_errno(EBUSY, "Placement still manages processes; not resetting it.");
-        r = new_placer(p->manager, &placer);
+        r = new_placer(p->topology, policy, &placer);
         if (r < 0)
                 return r;
         tune_placer_free(p->placer);
         p->placer = placer;
+        p->accels = accels;
+        p->dry_run = dry_run;
         return 0;
 }
 
-int placement_new(struct Manager *m, Placement **ret) {
+int placement_new(const placement_inputs *in, Placement **ret) {
         _cleanup_(placement_freep) Placement *p = NULL;
         int r;
 
         p = calloc(1, sizeof *p);
         if (!p)
                 return log_oom();
-        p->manager = m;
-        r = new_placer(m, &p->placer);
+        p->event = in->event;
+        p->ctx = in->ctx;
+        p->topology = in->topology;
+        p->state_dir = in->state_dir;
+        p->accels = in->accels;
+        p->dry_run = in->dry_run;
+        r = new_placer(in->topology, in->policy, &p->placer);
         if (r < 0)
                 return r;
-        (void) tune_knob_boot_id(m->ctx, &p->boot_id);
-        for (unsigned i = 0; i < m->topology->n_nodes; i++) {
-                r = tune_cpuset_add(&p->all_nodes, (unsigned) m->topology->nodes[i].id);
+        (void) tune_knob_boot_id(in->ctx, &p->boot_id);
+        for (unsigned i = 0; i < in->topology->n_nodes; i++) {
+                r = tune_cpuset_add(&p->all_nodes, (unsigned) in->topology->nodes[i].id);
                 if (r < 0)
                         return log_oom();
         }
         *ret = TAKE_PTR(p);
         return 0;
+}
+
+void placement_attach_watcher(Placement *p, Watcher *w) {
+        p->watcher = w;
 }
 
 Placement *placement_free(Placement *p) {

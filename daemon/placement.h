@@ -9,16 +9,29 @@
 #include "npu-tuned/plan.h"
 #include "watcher.h"
 
-struct Manager;
 typedef struct Placement Placement;
 
-int placement_new(struct Manager *m, Placement **ret);
+/* What placement works from; borrowed, and must outlive the Placement. */
+typedef struct placement_inputs {
+        sd_event *event;                /* the memory migration timers */
+        const tune_ctx *ctx;
+        tune_topology *topology;        /* its free memory is refreshed before each plan */
+        const char *state_dir;          /* the affinity records */
+        /* Of the current policy load (see placement_reset()): */
+        const tune_policy *policy;      /* NULL: the defaults */
+        const tune_accels *accels;
+        bool dry_run;                   /* plan and log, pin and move nothing */
+} placement_inputs;
+
+int placement_new(const placement_inputs *in, Placement **ret);
 Placement *placement_free(Placement *p);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Placement *, placement_free);
+/* The watcher placement is the consumer of (created after it, with it as userdata). */
+void placement_attach_watcher(Placement *p, Watcher *w);
 
-/* A new placer for the (reloaded) policy; only while no process is managed. */
-int placement_reset(Placement *p);
-
+/* A new placer for the (reloaded) policy and its accelerators; only while no process is
+ * managed. */
+int placement_reset(Placement *p, const tune_policy *policy, const tune_accels *accels, bool dry_run);
 /* What the watcher calls; userdata is the Placement. */
 extern const watcher_ops placement_watcher_ops;
 
@@ -31,11 +44,3 @@ unsigned placement_resolve_accels(const tune_accels *all, const managed_process 
 
 /* Key of a managed process: pid and start time together, so a reused pid is another key. */
 uint64_t placement_key(pid_t pid, uint64_t start_time);
-
-/* Give the processes recorded in state_dir's affinity records (by a daemon that did not
- * stop cleanly) their original CPU affinities back, where the process is still the one
- * recorded (pid and start time) and its rule said restore_on_stop, then remove the
- * records. Called by `npu-tuned --restore` and at start, before the watcher's first scan
- * places the processes again (which then records their true originals, not ours).
- * -EIO when some record could not be restored (it is kept); errors are logged. */
-int placement_restore_records(const tune_ctx *ctx, const char *state_dir);

@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Giving back what a daemon that did not stop cleanly left changed: the affinity records
+ * of the processes it had placed, then the knobs in its journal. `npu-tuned --restore`
+ * (the unit's ExecStopPost=) does both; a starting daemon gives the affinities back
+ * before its watcher's first scan. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "knobs.h"
+#include "log.h"
+#include "npu-tuned/affinity.h"
+#include "npu-tuned/affinity-record.h"
+#include "npu-tuned/knob.h"
+#include "restore.h"
+#include "state-dir.h"
+
+/* Give one recorded process its originals back. Returns < 0 when it could not be
+ * restored and the record is kept (for a later --restore). */
+static int restore_record(const tune_ctx *ctx, const char *state_dir, const char *boot_id, pid_t pid) {
+        _cleanup_(tune_affinity_record_done) tune_affinity_record rec = {};
+        tune_affinity_stats stats = {};
+        int r;
+
+        r = tune_affinity_record_load(state_dir, pid, &rec);
+        if (r == -ENOENT)
+                return 0;
+        if (r == -EBADMSG || r == -EPROTONOSUPPORT)
+                return log_error_errno(r, "%s/" TUNE_AFFINITY_RECORD_PREFIX "%d" TUNE_AFFINITY_RECORD_SUFFIX
+                                          " is %s: leaving pid %d's affinity as it is. Inspect and remove it.",
+                                       state_dir, pid, r == -EBADMSG ? "corrupt" : "from a newer npu-tuned", pid);
+        if (r < 0)
+                return log_error_errno(r, "Failed to read the affinity record of pid %d in %s: %m", pid, state_dir);
+        if (*rec.boot_id && boot_id && *boot_id && !streq(rec.boot_id, boot_id))
+                log_info("The affinity record of pid %d is from an earlier boot: discarding it.", pid);
+        else if (!rec.restore_on_stop)
+                log_info("pid %d keeps its CPU affinity (its rule says restore_on_stop: false).", pid);
+        else {
+                r = tune_affinity_restore(ctx, NULL, &rec.journal, &stats);
+                if (r == -ESRCH || r == -ENOENT)
+                        log_info("pid %d (start time %llu) is gone: nothing to give back.", pid,
+                                 (unsigned long long) rec.journal.start_time);
+                else if (r < 0)
+                        return log_warning_errno(r, "Failed to give pid %d its original CPU affinity back: %m; its "
+                                                    "record is kept.", pid);
+                else
+                        log_info("Gave %u thread(s) of pid %d their original CPU affinity back%s.", stats.set, pid,
+                                 stats.skipped ? " (threads that re-bound themselves were left alone)" : "");
+        }
+        r = tune_affinity_record_delete(state_dir, pid);
+        if (r < 0)
+                return log_warning_errno(r, "Failed to remove the affinity record of pid %d: %m", pid);
+        return 0;
+}
+
+int restore_affinity_records(const tune_ctx *ctx, const char *state_dir) {
+        _cleanup_free_ pid_t *pids = NULL;
+        _cleanup_free_ char *boot_id = NULL;
+        unsigned n = 0, failed = 0;
+        int r;
+
+        r = tune_affinity_record_list(state_dir, &pids, &n);
+        if (r < 0)
+                return log_error_errno(r, "Failed to list the affinity records in %s: %m", state_dir);
+        if (n == 0)
+                return 0;
+        if (!tune_ctx_is_live(ctx))
+                return log_error_errno(EOPNOTSUPP, "%u affinity record(s) in %s, but the root is not \"/\": leaving them.",
+                                       n, state_dir);
+        (void) tune_knob_boot_id(ctx, &boot_id);
+        log_info("Found %u affinity record(s) of a previous run in %s: restoring.", n, state_dir);
+        for (unsigned i = 0; i < n; i++)
+                if (restore_record(ctx, state_dir, boot_id, pids[i]) < 0)
+                        failed++;
+        return failed > 0 ? -EIO : 0;
+}
+
+int run_restore(const daemon_options *o) {
+        _cleanup_(tune_ctx_freep) tune_ctx *ctx = NULL;
+        _cleanup_(tune_journal_freep) tune_journal *j = NULL;
+        _cleanup_(state_dir_freep) StateDir *state = NULL;
+        bool affinity_failed;
+        struct stat st;
+        int r;
+
+        r = tune_ctx_new(o->root, &ctx);
+        if (r < 0) {
+                log_error_errno(r, "Failed to open root directory %s: %m", o->root);
+                return 1;
+        }
+        if (stat(o->state_dir, &st) < 0 && errno == ENOENT) {
+                log_info("No state directory %s: nothing to restore.", o->state_dir);
+                return 0;
+        }
+        r = state_dir_new(o->state_dir, &state);
+        if (r < 0) {
+                log_oom();
+                return 1;
+        }
+        r = state_dir_lock(state);
+        if (r == -EBUSY) {
+                log_error("npu-tuned is running with the state directory %s: stop it (it restores on stop).",
+                          o->state_dir);
+                return 1;
+        }
+        if (r < 0) {
+                log_error_errno(r, "Failed to lock the state directory %s: %m", o->state_dir);
+                return 1;
+        }
+        /* Affinities of processes a killed daemon had placed (not below a test root). */
+        affinity_failed = tune_ctx_is_live(ctx) && restore_affinity_records(ctx, o->state_dir) < 0;
+        r = knobs_load_journal(ctx, o->state_dir, &j);
+        if (r < 0)
+                return 1;
+        if (!j) {
+                (void) tune_journal_delete(o->state_dir); /* a stale temp file */
+                log_info("No knob journal in %s: nothing to restore.", o->state_dir);
+                return affinity_failed ? 1 : 0;
+        }
+        log_info("Restoring %u host knob(s) from %s/%s.", j->n, o->state_dir, TUNE_JOURNAL_FILE);
+        r = knobs_restore_journal(ctx, j, o->state_dir);
+        if (r < 0) {
+                log_error_errno(r, "%u host knob(s) could not be restored: %m; kept in the journal.", j->n);
+                return 1;
+        }
+        log_info("Host knobs restored; journal removed.");
+        return affinity_failed ? 1 : 0;
+}
