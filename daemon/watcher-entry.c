@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The process watcher's entries: one per process it knows (managed, or a candidate kept
+ * for its environment), and whether that process still lives (its pidfd, or without one
+ * its start time). Releasing an entry is the consumer's last callback for it. */
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "watcher-internal.h"
+
+void entry_clear_threads(Entry *e) {
+        free(e->p.threads);
+        e->p.threads = NULL;
+        e->p.n_threads = 0;
+}
+
+void entry_drop_pidfd(Entry *e) {
+        e->exit_source = sd_event_source_disable_unref(e->exit_source);
+        if (e->p.pidfd >= 0)
+                close(e->p.pidfd);
+        e->p.pidfd = -1;
+}
+
+void entry_free(Entry *e) {
+        if (!e)
+                return;
+        if (registry_get(e->w->registry, e->p.pid) == e)
+                (void) registry_remove(e->w->registry, e->p.pid);
+        if (e->matched)
+                e->w->stats.managed--;
+        else
+                e->w->stats.candidates--;
+        entry_drop_pidfd(e);
+        entry_clear_threads(e);
+        free(e->p.exe);
+        free(e->p.cmdline);
+        tune_attribution_done(&e->p.attribution);
+        tune_env_capture_done(&e->p.env);
+        free(e);
+}
+
+Entry *entry_new(Watcher *w, pid_t pid, uint64_t start_time, pid_t ppid) {
+        Entry *e;
+
+        if (w->stats.candidates >= w->params.max_managed) {
+                w->stats.skipped_full++;
+                return NULL;
+        }
+        e = calloc(1, sizeof *e);
+        if (!e)
+                return NULL;
+        e->w = w;
+        e->p.pid = pid;
+        e->p.start_time = start_time;
+        e->p.ppid = ppid;
+        e->p.pidfd = -1;
+        e->p.rank = -1;
+        e->p.attribution.rank = -1;
+        if (registry_put(w->registry, pid, e) < 0) {
+                free(e);
+                return NULL;
+        }
+        w->stats.candidates++;
+        return e;
+}
+
+static void log_release(Entry *e, watcher_exit_reason reason) {
+        log_debug("gone pid=%d start=%" PRIu64 " reason=%s", (int) e->p.pid, e->p.start_time,
+                  watcher_exit_reason_to_string(reason));
+}
+
+/* Stop managing: the consumer's last callback. The entry stays (as a candidate) only for
+ * UNMATCHED; otherwise it is freed. */
+void entry_unmatch(Entry *e, watcher_exit_reason reason) {
+        Watcher *w = e->w;
+
+        if (!e->matched)
+                return;
+        log_release(e, reason);
+        w->stats.exited++;
+        if (w->ops.on_process_exit)
+                w->ops.on_process_exit(w, &e->p, reason, w->userdata);
+        e->p.userdata = NULL;
+        e->matched = false;
+        w->stats.managed--;
+        w->stats.candidates++;
+        entry_drop_pidfd(e);
+        entry_clear_threads(e);
+        e->p.rule = NULL;
+        e->next_device_usec = 0;
+}
+
+void entry_release(Entry *e, watcher_exit_reason reason) {
+        entry_unmatch(e, reason);
+        entry_free(e);
+}
+
+/* 1: alive and still the same process, 0: gone. */
+int entry_alive(Entry *e) {
+        if (e->p.pidfd >= 0) {
+                struct pollfd pfd = { .fd = e->p.pidfd, .events = POLLIN };
+                int r = poll(&pfd, 1, 0);
+                if (r < 0)
+                        return 1; /* cannot tell: assume alive, the start time check follows elsewhere */
+                return r == 0;
+        }
+        tune_proc_stat st;
+        return tune_proc_read_stat(e->w->ctx, e->p.pid, &st) >= 0 && st.start_time == e->p.start_time;
+}
+
+/* The entry for pid if it is a live managed process; a dead one is released. */
+Entry *watcher_lookup_managed(Watcher *w, pid_t pid) {
+        Entry *e = registry_get(w->registry, pid);
+
+        if (!e || !e->matched)
+                return NULL;
+        if (!entry_alive(e)) {
+                entry_release(e, WATCHER_EXIT_EXITED);
+                return NULL;
+        }
+        return e;
+}
+
+int entry_on_pidfd(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Entry *e = userdata;
+
+        entry_release(e, WATCHER_EXIT_EXITED);
+        return 0;
+}

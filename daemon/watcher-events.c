@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The process watcher's event dispatch: what each proc connector event (fork, exec, comm,
+ * exit) means for the processes it knows. */
+#include <errno.h>
+#include <string.h>
+
+#include "log.h"
+#include "watcher-internal.h"
+
+static void handle_exec(Watcher *w, pid_t pid) {
+        Entry *e = registry_get(w->registry, pid);
+        tune_proc_stat st;
+
+        if (!e && !watcher_have_rules(w))
+                return;
+        if (tune_proc_read_stat(w->ctx, pid, &st) < 0) {
+                if (e)
+                        entry_release(e, WATCHER_EXIT_EXITED);
+                return;
+        }
+        if (e && e->p.start_time != st.start_time) {
+                entry_release(e, WATCHER_EXIT_PID_REUSED);
+                e = NULL;
+        }
+        watcher_evaluate(w, e, &st, NULL, EVAL_EXEC);
+}
+
+static void handle_fork(Watcher *w, pid_t parent_tgid, pid_t child_pid, pid_t child_tgid) {
+        if (child_pid != child_tgid) {
+                /* A new thread. */
+                Entry *e = watcher_lookup_managed(w, child_tgid);
+                char comm[TUNE_COMM_MAX];
+                managed_thread *t;
+
+                if (!e || managed_process_find_thread(&e->p, child_pid))
+                        return;
+                if (tune_proc_read_comm(w->ctx, child_tgid, child_pid, comm) < 0)
+                        return; /* already gone */
+                t = entry_thread_add(e, child_pid, comm);
+                if (!t)
+                        return;
+                if (log_get_max_level() >= LOG_DEBUG) {
+                        char esc[4 * TUNE_COMM_MAX + 4];
+                        tune_escape(comm, esc, sizeof esc);
+                        log_debug("thread_new pid=%d tid=%d comm=%s", (int) child_tgid, (int) child_pid, esc);
+                }
+                if (w->ops.on_thread_new)
+                        w->ops.on_thread_new(w, &e->p, t, w->userdata);
+                return;
+        }
+
+        /* A new process: remembered only as a child of one we know, for the environment
+         * its parent had at exec (setproctitle may have wiped the copy it inherited). */
+        Entry *parent = registry_get(w->registry, parent_tgid), *old, *e;
+        tune_proc_stat st;
+
+        if (!parent)
+                return;
+        if (parent->matched ? !entry_alive(parent)
+                            : (tune_proc_read_stat(w->ctx, parent_tgid, &st) < 0 || st.start_time != parent->p.start_time)) {
+                /* A stale entry whose pid another process now has. */
+                entry_release(parent, WATCHER_EXIT_EXITED);
+                return;
+        }
+        old = registry_get(w->registry, child_pid);
+        if (old)
+                entry_release(old, WATCHER_EXIT_PID_REUSED);
+        if (tune_proc_read_stat(w->ctx, child_pid, &st) < 0)
+                return;
+        e = entry_new(w, child_pid, st.start_time, parent_tgid);
+        if (!e)
+                return;
+        memcpy(e->p.comm, st.comm, sizeof e->p.comm);
+        if (parent->p.env.state == TUNE_ENV_READ && tune_env_capture_copy(&e->p.env, &parent->p.env) >= 0) {
+                if (!e->p.env.inherited)
+                        e->p.env.from_pid = parent->p.pid;
+                e->p.env.inherited = true;
+        }
+}
+
+static void handle_comm(Watcher *w, pid_t pid, pid_t tgid, const char *raw_comm) {
+        char comm[TUNE_COMM_MAX];
+        Entry *e = registry_get(w->registry, tgid);
+        tune_proc_stat st;
+
+        memcpy(comm, raw_comm, TUNE_COMM_MAX - 1);
+        comm[TUNE_COMM_MAX - 1] = 0;
+        if (e && e->matched) {
+                managed_thread *t;
+
+                e = watcher_lookup_managed(w, tgid);
+                if (!e)
+                        return;
+                t = managed_process_find_thread(&e->p, pid);
+                if (!t) {
+                        /* A thread whose FORK we did not see (it predates the match). */
+                        t = entry_thread_add(e, pid, comm);
+                        if (t && w->ops.on_thread_new)
+                                w->ops.on_thread_new(w, &e->p, t, w->userdata);
+                } else if (!streq(t->comm, comm)) {
+                        char old[TUNE_COMM_MAX];
+                        memcpy(old, t->comm, sizeof old);
+                        memcpy(t->comm, comm, sizeof t->comm);
+                        if (log_get_max_level() >= LOG_DEBUG) {
+                                char a[4 * TUNE_COMM_MAX + 4], b[4 * TUNE_COMM_MAX + 4];
+                                tune_escape(old, a, sizeof a);
+                                tune_escape(comm, b, sizeof b);
+                                log_debug("thread_renamed pid=%d tid=%d old=%s new=%s", (int) tgid, (int) pid, a, b);
+                        }
+                        if (w->ops.on_thread_renamed)
+                                w->ops.on_thread_renamed(w, &e->p, t, old, w->userdata);
+                }
+                if (pid != tgid || streq(e->p.comm, comm))
+                        return;
+                st = (tune_proc_stat){ .pid = tgid, .ppid = e->p.ppid, .start_time = e->p.start_time };
+                watcher_evaluate(w, e, &st, comm, EVAL_COMM);
+                return;
+        }
+        if (pid != tgid || (!e && !watcher_have_rules(w)))
+                return; /* a thread of an unmanaged process: not ours */
+        /* The main thread of a candidate or unknown process retitled itself. */
+        if (tune_proc_read_stat(w->ctx, tgid, &st) < 0) {
+                if (e)
+                        entry_release(e, WATCHER_EXIT_EXITED);
+                return;
+        }
+        if (st.flags & TUNE_PF_KTHREAD)
+                return;
+        if (e && e->p.start_time != st.start_time) {
+                entry_release(e, WATCHER_EXIT_PID_REUSED);
+                e = NULL;
+        }
+        watcher_evaluate(w, e, &st, comm, EVAL_COMM);
+}
+
+static void handle_exit(Watcher *w, pid_t pid, pid_t tgid) {
+        Entry *e = registry_get(w->registry, tgid);
+
+        if (!e)
+                return;
+        if (pid != tgid) {
+                managed_thread *t = e->matched ? managed_process_find_thread(&e->p, pid) : NULL;
+                if (t)
+                        entry_emit_thread_exit(e, t);
+                return;
+        }
+        if (e->matched && e->p.pidfd >= 0 && entry_alive(e)) {
+                /* The main thread left but others run on (or the exit is not complete
+                 * yet): the pidfd tells when the process is really gone. */
+                managed_thread *t = managed_process_find_thread(&e->p, pid);
+                if (t)
+                        entry_emit_thread_exit(e, t);
+                return;
+        }
+        entry_release(e, WATCHER_EXIT_EXITED);
+}
+
+void watcher_on_event(Connector *c, const struct proc_event *ev, void *userdata) {
+        Watcher *w = userdata;
+
+        w->stats.events++;
+        w->stats.event_timestamp_ns = ev->timestamp_ns;
+        switch (ev->what) {
+        case PROC_EVENT_FORK:
+                handle_fork(w, ev->event_data.fork.parent_tgid, ev->event_data.fork.child_pid,
+                            ev->event_data.fork.child_tgid);
+                break;
+        case PROC_EVENT_EXEC:
+                handle_exec(w, ev->event_data.exec.process_tgid);
+                break;
+        case PROC_EVENT_COMM:
+                handle_comm(w, ev->event_data.comm.process_pid, ev->event_data.comm.process_tgid,
+                            ev->event_data.comm.comm);
+                break;
+        case PROC_EVENT_EXIT:
+                handle_exit(w, ev->event_data.exit.process_pid, ev->event_data.exit.process_tgid);
+                break;
+        default:
+                break;
+        }
+        w->stats.event_timestamp_ns = 0;
+}

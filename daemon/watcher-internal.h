@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#pragma once
+
+/* The process watcher's insides, shared by its files (one per role, see
+ * docs/process-watcher.md); nothing outside daemon/watcher-*.c includes this. The public
+ * interface is watcher.h. */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <systemd/sd-event.h>
+
+#include "connector.h"
+#include "npu-tuned/attribution.h"
+#include "npu-tuned/match.h"
+#include "npu-tuned/proc.h"
+#include "registry.h"
+#include "watcher.h"
+
+typedef enum eval_why {
+        EVAL_EXEC,  /* an EXEC event: the environment is as the program was started */
+        EVAL_COMM,  /* the main thread renamed itself (setproctitle) */
+        EVAL_SCAN,  /* found by a /proc scan (start, overrun) */
+} eval_why;
+
+/* One process in the registry: managed (matched) or a candidate kept for its environment
+ * (a descendant of a known process, or one that may match after a retitle). Consumers
+ * only ever see &e->p of matched entries. */
+typedef struct Entry {
+        managed_process p; /* first */
+        Watcher *w;
+        bool matched;
+        sd_event_source *exit_source; /* the pidfd became readable: the process is gone */
+        uint64_t next_reconcile_usec;
+        uint64_t next_device_usec;    /* 0: no device-file check pending */
+        unsigned device_backoff_ms;
+} Entry;
+
+struct Watcher {
+        sd_event *event;
+        const tune_ctx *ctx;
+        const tune_accels *accels;
+        const tune_policy *policy;
+        watcher_params params;
+        watcher_ops ops;
+        void *userdata;
+        Connector *connector;
+        Registry *registry;
+        sd_event_source *timer;
+        uint64_t timer_due_usec; /* 0: disabled */
+        dev_t *accel_rdevs;      /* parallel to accels->items; 0 unknown */
+        char **env_names;
+        unsigned n_env_names;
+        watcher_stats stats;
+        bool warned_full;
+};
+
+static inline uint64_t watcher_now_usec(Watcher *w) {
+        uint64_t t = 0;
+        (void) sd_event_now(w->event, CLOCK_MONOTONIC, &t);
+        return t;
+}
+
+static inline bool watcher_have_rules(const Watcher *w) {
+        return w->policy && w->policy->n_rules > 0;
+}
+
+static inline int watcher_cmp_pid(const void *a, const void *b) {
+        pid_t x = *(const pid_t *) a, y = *(const pid_t *) b;
+        return x < y ? -1 : x > y;
+}
+
+/* Entries: one per process the watcher knows, and whether it still lives (pidfd, or start time) (watcher-entry.c). */
+void entry_clear_threads(Entry *e);
+void entry_drop_pidfd(Entry *e);
+void entry_free(Entry *e);
+Entry *entry_new(Watcher *w, pid_t pid, uint64_t start_time, pid_t ppid);
+void entry_unmatch(Entry *e, watcher_exit_reason reason);
+void entry_release(Entry *e, watcher_exit_reason reason);
+int entry_alive(Entry *e);
+Entry *watcher_lookup_managed(Watcher *w, pid_t pid);
+int entry_on_pidfd(sd_event_source *s, int fd, uint32_t revents, void *userdata);
+
+/* Threads: the thread list of a managed process against /proc/PID/task (watcher-threads.c). */
+managed_thread *entry_thread_add(Entry *e, pid_t tid, const char *comm);
+void entry_emit_thread_exit(Entry *e, managed_thread *t);
+int entry_threads_sync(Entry *e, bool emit);
+
+/* Matching, environment, attribution: a process against the rules, and what changed on re-evaluation (watcher-match.c). */
+void entry_device_check_schedule(Entry *e, uint64_t now);
+void watcher_evaluate(Watcher *w, Entry *e, const tune_proc_stat *st, const char *comm, eval_why why);
+void entry_device_check(Entry *e);
+
+/* Event dispatch: what each proc connector event means for the processes the watcher knows (watcher-events.c). */
+void watcher_on_event(Connector *c, const struct proc_event *ev, void *userdata);
+
+/* Timers: the periodic reconcile, device-file retries, and the resync after lost events (watcher-reconcile.c). */
+void watcher_timer_schedule(Watcher *w, uint64_t due);
+void watcher_resync(Watcher *w);
+void watcher_on_lost(Connector *c, void *userdata);

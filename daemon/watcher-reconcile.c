@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The process watcher's timers: the periodic reconcile of managed processes, device-file
+ * retries, and the full /proc resync after the connector lost events. The timer runs only
+ * while processes are managed. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "watcher-internal.h"
+
+static int watcher_on_timer(sd_event_source *s, uint64_t usec, void *userdata);
+
+void watcher_timer_schedule(Watcher *w, uint64_t due) {
+        int r;
+
+        if (due == 0 || (w->timer_due_usec != 0 && w->timer_due_usec <= due))
+                return;
+        if (!w->timer) {
+                r = sd_event_add_time(w->event, &w->timer, CLOCK_MONOTONIC, due, 50 * 1000, watcher_on_timer, w);
+                if (r < 0) {
+                        log_warning_errno(r, "Failed to arm the reconcile timer, reconciling on events only: %m");
+                        return;
+                }
+                (void) sd_event_source_set_description(w->timer, "watcher-reconcile");
+        } else {
+                (void) sd_event_source_set_time(w->timer, due);
+                (void) sd_event_source_set_enabled(w->timer, SD_EVENT_ONESHOT);
+        }
+        w->timer_due_usec = due;
+}
+
+static uint64_t entry_due(const Entry *e) {
+        if (e->next_device_usec && e->next_device_usec < e->next_reconcile_usec)
+                return e->next_device_usec;
+        return e->next_reconcile_usec;
+}
+
+/* Full check of one managed process. Returns false if it was released. */
+static bool entry_reconcile(Entry *e, uint64_t now) {
+        Watcher *w = e->w;
+        char comm[TUNE_COMM_MAX];
+        int r;
+
+        if (!entry_alive(e)) {
+                entry_release(e, WATCHER_EXIT_EXITED);
+                return false;
+        }
+        r = entry_threads_sync(e, true);
+        if (r == -ESRCH) {
+                entry_release(e, WATCHER_EXIT_EXITED);
+                return false;
+        }
+        /* A retitle whose COMM event was lost. */
+        if (tune_proc_read_comm(w->ctx, e->p.pid, 0, comm) >= 0 && !streq(comm, e->p.comm)) {
+                tune_proc_stat st = { .pid = e->p.pid, .ppid = e->p.ppid, .start_time = e->p.start_time };
+                watcher_evaluate(w, e, &st, comm, EVAL_COMM);
+                if (registry_get(w->registry, st.pid) != e || !e->matched)
+                        return false;
+        }
+        if (e->next_device_usec && e->next_device_usec <= now + 100 * 1000) {
+                entry_device_check(e);
+                entry_device_check_schedule(e, now);
+        }
+        e->next_reconcile_usec = now + (uint64_t) w->params.reconcile_interval_ms * 1000;
+        if (w->ops.on_reconcile)
+                w->ops.on_reconcile(w, &e->p, w->userdata);
+        return true;
+}
+
+static int watcher_on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Watcher *w = userdata;
+        _cleanup_free_ pid_t *pids = NULL;
+        uint64_t now = watcher_now_usec(w), next = 0;
+        /* Batch: whatever falls due within a tenth of the interval is done now. */
+        uint64_t slack = (uint64_t) w->params.reconcile_interval_ms * 100;
+        size_t n = 0;
+
+        w->timer_due_usec = 0;
+        if (registry_pids(w->registry, &pids, &n) < 0)
+                return 0;
+        for (size_t i = 0; i < n; i++) {
+                Entry *e = registry_get(w->registry, pids[i]);
+                if (!e || !e->matched)
+                        continue;
+                if (e->next_reconcile_usec <= now + slack) {
+                        if (!entry_reconcile(e, now))
+                                continue;
+                } else if (e->next_device_usec && e->next_device_usec <= now + 100 * 1000) {
+                        if (!entry_alive(e)) {
+                                entry_release(e, WATCHER_EXIT_EXITED);
+                                continue;
+                        }
+                        entry_device_check(e);
+                        entry_device_check_schedule(e, now);
+                }
+                if (registry_get(w->registry, pids[i]) == e && e->matched && (next == 0 || entry_due(e) < next))
+                        next = entry_due(e);
+        }
+        if (next)
+                watcher_timer_schedule(w, next);
+        else
+                (void) sd_event_source_set_enabled(w->timer, SD_EVENT_OFF); /* idle: no wake-ups */
+        return 0;
+}
+
+void watcher_resync(Watcher *w) {
+        _cleanup_free_ pid_t *pids = NULL, *known = NULL;
+        size_t n = 0, n_known = 0;
+        uint64_t now = watcher_now_usec(w);
+        int r;
+
+        w->stats.resyncs++;
+        r = tune_proc_list_pids(w->ctx, &pids, &n);
+        if (r < 0) {
+                log_warning_errno(r, "Failed to list processes for a resync: %m");
+                return;
+        }
+        /* Entries whose process is gone. */
+        if (registry_pids(w->registry, &known, &n_known) >= 0)
+                for (size_t i = 0; i < n_known; i++)
+                        if (!bsearch(&known[i], pids, n, sizeof *pids, watcher_cmp_pid)) {
+                                Entry *e = registry_get(w->registry, known[i]);
+                                if (e)
+                                        entry_release(e, WATCHER_EXIT_EXITED);
+                        }
+        for (size_t i = 0; i < n; i++) {
+                Entry *e = registry_get(w->registry, pids[i]);
+                tune_proc_stat st;
+
+                if (!e && !watcher_have_rules(w))
+                        continue;
+                if (tune_proc_read_stat(w->ctx, pids[i], &st) < 0) {
+                        if (e)
+                                entry_release(e, WATCHER_EXIT_EXITED);
+                        continue;
+                }
+                if (st.flags & TUNE_PF_KTHREAD)
+                        continue;
+                if (e && e->p.start_time != st.start_time) {
+                        entry_release(e, WATCHER_EXIT_PID_REUSED);
+                        e = NULL;
+                }
+                if (e && e->matched) {
+                        (void) entry_reconcile(e, now);
+                        continue;
+                }
+                if (e) {
+                        if (!streq(e->p.comm, st.comm))
+                                watcher_evaluate(w, e, &st, NULL, EVAL_SCAN);
+                        continue;
+                }
+                /* A child of a known process inherits its parent's environment capture. */
+                Entry *parent = st.ppid > 0 ? registry_get(w->registry, st.ppid) : NULL;
+                if (parent) {
+                        e = entry_new(w, st.pid, st.start_time, st.ppid);
+                        if (e && parent->p.env.state == TUNE_ENV_READ &&
+                            tune_env_capture_copy(&e->p.env, &parent->p.env) >= 0)
+                                e->p.env.inherited = true;
+                }
+                watcher_evaluate(w, e, &st, NULL, EVAL_SCAN);
+        }
+}
+
+void watcher_on_lost(Connector *c, void *userdata) {
+        Watcher *w = userdata;
+
+        w->stats.overruns++;
+        watcher_resync(w);
+}

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The process watcher's thread list of a managed process, brought in line with
+ * /proc/PID/task (at match time silently, at reconcile with callbacks). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "watcher-internal.h"
+
+managed_thread *entry_thread_add(Entry *e, pid_t tid, const char *comm) {
+        managed_thread *nt;
+
+        if (e->p.n_threads % 16 == 0) {
+                nt = reallocarray(e->p.threads, e->p.n_threads + 16, sizeof *nt);
+                if (!nt)
+                        return NULL;
+                e->p.threads = nt;
+        }
+        nt = &e->p.threads[e->p.n_threads++];
+        *nt = (managed_thread){ .tid = tid };
+        snprintf(nt->comm, sizeof nt->comm, "%s", comm);
+        return nt;
+}
+
+static void entry_thread_remove(Entry *e, managed_thread *t) {
+        size_t i = (size_t) (t - e->p.threads);
+
+        memmove(t, t + 1, (e->p.n_threads - i - 1) * sizeof *t);
+        e->p.n_threads--;
+}
+
+void entry_emit_thread_exit(Entry *e, managed_thread *t) {
+        Watcher *w = e->w;
+
+        log_debug("thread_exit pid=%d tid=%d", (int) e->p.pid, (int) t->tid);
+        if (w->ops.on_thread_exit)
+                w->ops.on_thread_exit(w, &e->p, t, w->userdata);
+        entry_thread_remove(e, t);
+}
+
+/* Bring p->threads in line with /proc/PID/task. With emit, report what changed. Returns
+ * -ESRCH if the process is gone. */
+int entry_threads_sync(Entry *e, bool emit) {
+        Watcher *w = e->w;
+        _cleanup_free_ pid_t *tids = NULL;
+        size_t n = 0;
+        int r;
+
+        r = tune_proc_list_tasks(w->ctx, e->p.pid, &tids, &n);
+        if (r < 0)
+                return r == -ENOENT ? -ESRCH : r;
+        /* Vanished threads first. */
+        for (unsigned i = 0; i < e->p.n_threads;) {
+                managed_thread *t = &e->p.threads[i];
+                if (!bsearch(&t->tid, tids, n, sizeof *tids, watcher_cmp_pid)) {
+                        if (emit)
+                                entry_emit_thread_exit(e, t);
+                        else
+                                entry_thread_remove(e, t);
+                        continue;
+                }
+                i++;
+        }
+        for (size_t i = 0; i < n; i++) {
+                char comm[TUNE_COMM_MAX];
+                managed_thread *t = managed_process_find_thread(&e->p, tids[i]);
+
+                if (tune_proc_read_comm(w->ctx, e->p.pid, tids[i], comm) < 0) {
+                        if (t && emit)
+                                entry_emit_thread_exit(e, t);
+                        else if (t)
+                                entry_thread_remove(e, t);
+                        continue;
+                }
+                if (!t) {
+                        t = entry_thread_add(e, tids[i], comm);
+                        if (!t)
+                                return -ENOMEM;
+                        if (emit) {
+                                log_debug("thread_new pid=%d tid=%d (reconcile)", (int) e->p.pid, (int) tids[i]);
+                                if (w->ops.on_thread_new)
+                                        w->ops.on_thread_new(w, &e->p, t, w->userdata);
+                        }
+                } else if (!streq(t->comm, comm)) {
+                        char old[TUNE_COMM_MAX];
+                        memcpy(old, t->comm, sizeof old);
+                        memcpy(t->comm, comm, sizeof t->comm);
+                        if (emit && w->ops.on_thread_renamed)
+                                w->ops.on_thread_renamed(w, &e->p, t, old, w->userdata);
+                }
+        }
+        return 0;
+}
