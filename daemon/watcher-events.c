@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "watcher-decide.h"
 #include "watcher-internal.h"
 
 static void handle_exec(Watcher *w, pid_t pid) {
@@ -92,12 +93,14 @@ static void handle_comm(Watcher *w, pid_t pid, pid_t tgid, const char *raw_comm)
                 if (!e)
                         return;
                 t = managed_process_find_thread(&e->p, pid);
-                if (!t) {
+                switch (watcher_thread_comm_change(t, comm)) {
+                case WATCHER_THREAD_NEW:
                         /* A thread whose FORK we did not see (it predates the match). */
                         t = entry_thread_add(e, pid, comm);
                         if (t && w->ops.on_thread_new)
                                 w->ops.on_thread_new(w, &e->p, t, w->userdata);
-                } else if (!streq(t->comm, comm)) {
+                        break;
+                case WATCHER_THREAD_RENAMED: {
                         char old[TUNE_COMM_MAX];
                         memcpy(old, t->comm, sizeof old);
                         memcpy(t->comm, comm, sizeof t->comm);
@@ -109,6 +112,10 @@ static void handle_comm(Watcher *w, pid_t pid, pid_t tgid, const char *raw_comm)
                         }
                         if (w->ops.on_thread_renamed)
                                 w->ops.on_thread_renamed(w, &e->p, t, old, w->userdata);
+                        break;
+                }
+                default:
+                        break;
                 }
                 if (pid != tgid || streq(e->p.comm, comm))
                         return;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "watcher-decide.h"
 #include "watcher-internal.h"
 
 #ifndef SYS_pidfd_open
@@ -18,18 +19,13 @@
 void entry_device_check_schedule(Entry *e, uint64_t now) {
         Watcher *w = e->w;
 
-        if (!e->matched || e->p.rule->accel_mode != TUNE_ACCEL_AUTO || e->p.attribution.source != TUNE_ATTRIBUTION_NONE ||
-            !tune_ctx_is_live(w->ctx) || w->accels->n == 0) {
+        if (!e->matched || !watcher_device_retry_wanted(e->p.rule, &e->p.attribution) || !tune_ctx_is_live(w->ctx) ||
+            w->accels->n == 0) {
                 e->next_device_usec = 0;
                 return;
         }
-        if (e->device_backoff_ms == 0)
-                e->device_backoff_ms = w->params.device_retry_ms;
-        e->next_device_usec = now + (uint64_t) e->device_backoff_ms * 1000;
-        if (e->device_backoff_ms < w->params.reconcile_interval_ms)
-                e->device_backoff_ms = e->device_backoff_ms * 2 > w->params.reconcile_interval_ms
-                                               ? w->params.reconcile_interval_ms
-                                               : e->device_backoff_ms * 2;
+        e->next_device_usec = now + (uint64_t) watcher_device_retry_next(&e->device_backoff_ms, w->params.device_retry_ms,
+                                                                         w->params.reconcile_interval_ms) * 1000;
         watcher_timer_schedule(w, e->next_device_usec);
 }
 
@@ -127,7 +123,8 @@ static int entry_manage(Entry *e) {
                 w->warned_full = true;
                 return -ENOSPC;
         }
-        fd = (int) syscall(SYS_pidfd_open, e->p.pid, 0);
+        /* Below a test root the pid is not a real process's: no pidfd, start times only. */
+        fd = tune_ctx_is_live(w->ctx) ? (int) syscall(SYS_pidfd_open, e->p.pid, 0) : -EBADF;
         /* The pidfd names whatever had this pid when it was opened: only if the start time
          * still matches now is it our process (a live process keeps its pid). */
         r = tune_proc_read_stat(w->ctx, e->p.pid, &st);
@@ -136,7 +133,7 @@ static int entry_manage(Entry *e) {
                         close(fd);
                 return -ESRCH;
         }
-        if (fd < 0)
+        if (fd < 0 && tune_ctx_is_live(w->ctx))
                 log_debug_errno(errno, "pidfd_open(%d) failed, checking start times instead: %m", (int) e->p.pid);
         else {
                 e->p.pidfd = fd;
@@ -170,6 +167,7 @@ static int entry_manage(Entry *e) {
 void watcher_evaluate(Watcher *w, Entry *e, const tune_proc_stat *st, const char *comm, eval_why why) {
         tune_proc_facts f;
         const tune_policy_rule *rule;
+        watcher_match_action action;
         bool retitle = false;
         int rank;
 
@@ -177,7 +175,8 @@ void watcher_evaluate(Watcher *w, Entry *e, const tune_proc_stat *st, const char
                 return;
         tune_proc_facts_init(&f, w->ctx, st->pid, comm ? comm : st->comm);
         rule = tune_policy_match(w->policy, &f, &retitle);
-        if (!rule && !retitle && !e) {
+        action = watcher_match_decide(rule != NULL, retitle, e != NULL, e && e->matched);
+        if (action == WATCHER_MATCH_IGNORE) {
                 /* Unmatched and no reason to watch it: forgotten. */
                 tune_proc_facts_done(&f);
                 return;
@@ -195,8 +194,8 @@ void watcher_evaluate(Watcher *w, Entry *e, const tune_proc_stat *st, const char
                 entry_capture_env(e);
         memcpy(e->p.comm, f.comm, sizeof e->p.comm);
 
-        if (!rule) {
-                if (e->matched)
+        if (action == WATCHER_MATCH_UNMATCH || action == WATCHER_MATCH_CANDIDATE) {
+                if (action == WATCHER_MATCH_UNMATCH)
                         entry_unmatch(e, WATCHER_EXIT_UNMATCHED);
                 tune_proc_facts_done(&f);
                 return;
@@ -206,7 +205,7 @@ void watcher_evaluate(Watcher *w, Entry *e, const tune_proc_stat *st, const char
         entry_take_facts(e, &f);
         tune_proc_facts_done(&f);
 
-        if (!e->matched) {
+        if (action == WATCHER_MATCH_MANAGE) {
                 tune_attribution a;
                 e->p.rule = rule;
                 e->p.rank = rank >= 0 ? rank : -1;
@@ -224,20 +223,20 @@ void watcher_evaluate(Watcher *w, Entry *e, const tune_proc_stat *st, const char
                 return;
         }
 
-        /* Already managed: what changed? */
-        unsigned changes = 0;
+        /* Already managed: what changed? The attribution is worked out with the new rule
+         * and rank. */
+        const tune_policy_rule *old_rule = e->p.rule;
+        const int old_rank = e->p.rank;
+        unsigned changes;
         tune_attribution a;
-        if (rule != e->p.rule)
-                changes |= WATCHER_CHANGE_RULE;
-        if ((rank >= 0 ? rank : -1) != e->p.rank)
-                changes |= WATCHER_CHANGE_RANK;
-        if (why == EVAL_EXEC)
-                changes |= WATCHER_CHANGE_EXEC;
+        bool attributed;
+
         e->p.rule = rule;
         e->p.rank = rank >= 0 ? rank : -1;
-        if (entry_attribute(e, &a) >= 0) {
-                if (!tune_attribution_equal(&a, &e->p.attribution))
-                        changes |= WATCHER_CHANGE_ACCELS;
+        attributed = entry_attribute(e, &a) >= 0;
+        changes = watcher_changes(old_rule, old_rank, &e->p.attribution, rule, rank, attributed ? &a : NULL,
+                                  why == EVAL_EXEC);
+        if (attributed) {
                 tune_attribution_done(&e->p.attribution);
                 e->p.attribution = a;
         }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "watcher-decide.h"
 #include "watcher-internal.h"
 
 managed_thread *entry_thread_add(Entry *e, pid_t tid, const char *comm) {
@@ -40,55 +41,61 @@ void entry_emit_thread_exit(Entry *e, managed_thread *t) {
         entry_thread_remove(e, t);
 }
 
-/* Bring p->threads in line with /proc/PID/task. With emit, report what changed. Returns
- * -ESRCH if the process is gone. */
+/* Bring p->threads in line with /proc/PID/task (watcher_thread_diff() says how). With
+ * emit, report what changed. Returns -ESRCH if the process is gone. */
 int entry_threads_sync(Entry *e, bool emit) {
         Watcher *w = e->w;
         _cleanup_free_ pid_t *tids = NULL;
-        size_t n = 0;
+        _cleanup_free_ watcher_thread_seen *seen = NULL;
+        _cleanup_free_ watcher_thread_change *changes = NULL;
+        size_t n = 0, n_changes = 0;
         int r;
 
         r = tune_proc_list_tasks(w->ctx, e->p.pid, &tids, &n);
         if (r < 0)
                 return r == -ENOENT ? -ESRCH : r;
-        /* Vanished threads first. */
-        for (unsigned i = 0; i < e->p.n_threads;) {
-                managed_thread *t = &e->p.threads[i];
-                if (!bsearch(&t->tid, tids, n, sizeof *tids, watcher_cmp_pid)) {
-                        if (emit)
-                                entry_emit_thread_exit(e, t);
-                        else
-                                entry_thread_remove(e, t);
-                        continue;
-                }
-                i++;
-        }
+        seen = calloc(n + 1, sizeof *seen);
+        if (!seen)
+                return -ENOMEM;
         for (size_t i = 0; i < n; i++) {
-                char comm[TUNE_COMM_MAX];
-                managed_thread *t = managed_process_find_thread(&e->p, tids[i]);
+                seen[i].tid = tids[i];
+                seen[i].readable = tune_proc_read_comm(w->ctx, e->p.pid, tids[i], seen[i].comm) >= 0;
+        }
+        r = watcher_thread_diff(e->p.threads, e->p.n_threads, seen, n, &changes, &n_changes);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n_changes; i++) {
+                const watcher_thread_change *c = &changes[i];
+                managed_thread *t = managed_process_find_thread(&e->p, c->tid);
+                char old[TUNE_COMM_MAX];
 
-                if (tune_proc_read_comm(w->ctx, e->p.pid, tids[i], comm) < 0) {
+                switch (c->kind) {
+                case WATCHER_THREAD_GONE:
                         if (t && emit)
                                 entry_emit_thread_exit(e, t);
                         else if (t)
                                 entry_thread_remove(e, t);
-                        continue;
-                }
-                if (!t) {
-                        t = entry_thread_add(e, tids[i], comm);
+                        break;
+                case WATCHER_THREAD_NEW:
+                        t = entry_thread_add(e, c->tid, c->comm);
                         if (!t)
                                 return -ENOMEM;
                         if (emit) {
-                                log_debug("thread_new pid=%d tid=%d (reconcile)", (int) e->p.pid, (int) tids[i]);
+                                log_debug("thread_new pid=%d tid=%d (reconcile)", (int) e->p.pid, (int) c->tid);
                                 if (w->ops.on_thread_new)
                                         w->ops.on_thread_new(w, &e->p, t, w->userdata);
                         }
-                } else if (!streq(t->comm, comm)) {
-                        char old[TUNE_COMM_MAX];
+                        break;
+                case WATCHER_THREAD_RENAMED:
+                        if (!t)
+                                break;
                         memcpy(old, t->comm, sizeof old);
-                        memcpy(t->comm, comm, sizeof t->comm);
+                        memcpy(t->comm, c->comm, sizeof t->comm);
                         if (emit && w->ops.on_thread_renamed)
                                 w->ops.on_thread_renamed(w, &e->p, t, old, w->userdata);
+                        break;
+                case WATCHER_THREAD_NONE:
+                        break;
                 }
         }
         return 0;

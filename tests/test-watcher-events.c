@@ -1,0 +1,421 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The process watcher driven by a fake connector: proc connector events fed as data to
+ * its event dispatch, over a fake /proc (a --root tree this test writes), with a consumer
+ * that writes down every callback. No root, no netlink, no real processes: below a test
+ * root the watcher uses no pidfds and checks start times in the fake stat files. */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "npu-tuned/policy.h"
+#include "watcher-internal.h"
+
+static const char policy_json[] =
+        "{\"version\": 1, \"processes\": ["
+        " {\"name\": \"vllm\", \"priority\": 30, \"match\": {\"comm\": \"vllm*\", \"user\": 1000}},"
+        " {\"name\": \"sglang\", \"priority\": 20, \"match\": {\"comm\": \"sglang*\", \"user\": 1000}},"
+        " {\"name\": \"trainer\", \"priority\": 10, \"match\": {\"exe\": \"/usr/bin/python3\", \"comm\": \"trainer\"}}"
+        "]}";
+
+typedef struct world {
+        char root[64];
+        sd_event *event;
+        tune_ctx *ctx;
+        tune_policy *policy;
+        Watcher *w;
+        char log[16384];
+        size_t len;
+} world;
+
+/* ---- the fake /proc ---- */
+
+static void put(world *t, const char *rel, const char *text) {
+        char path[512];
+        FILE *f;
+
+        snprintf(path, sizeof path, "%s/%s", t->root, rel);
+        for (char *p = path + strlen(t->root) + 1; *p; p++)
+                if (*p == '/') {
+                        *p = 0;
+                        (void) mkdir(path, 0755);
+                        *p = '/';
+                }
+        f = fopen(path, "we");
+        assert_non_null(f);
+        fputs(text, f);
+        fclose(f);
+}
+
+static void put_thread(world *t, pid_t pid, pid_t tid, const char *comm) {
+        char rel[128], text[64];
+
+        snprintf(rel, sizeof rel, "proc/%d/task/%d/comm", pid, tid);
+        snprintf(text, sizeof text, "%s\n", comm);
+        put(t, rel, text);
+}
+
+/* Remove the process (tid 0) or one of its threads from /proc. */
+static void drop(world *t, pid_t pid, pid_t tid) {
+        char cmd[640];
+
+        if (tid > 0)
+                snprintf(cmd, sizeof cmd, "rm -rf '%s/proc/%d/task/%d'", t->root, pid, tid);
+        else
+                snprintf(cmd, sizeof cmd, "rm -rf '%s/proc/%d'", t->root, pid);
+        assert_int_equal(system(cmd), 0);
+}
+
+/* A process with its main thread, as /proc shows it. */
+static void put_process(world *t, pid_t pid, uint64_t start_time, const char *comm, const char *exe) {
+        char rel[128], text[512], link[512];
+
+        snprintf(rel, sizeof rel, "proc/%d/stat", pid);
+        snprintf(text, sizeof text, "%d (%s) S 1 %d %d 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 %llu 0 0\n", pid, comm, pid,
+                 pid, (unsigned long long) start_time);
+        put(t, rel, text);
+        snprintf(rel, sizeof rel, "proc/%d/status", pid);
+        snprintf(text, sizeof text, "Name:\t%s\nTgid:\t%d\nPid:\t%d\nPPid:\t1\nUid:\t1000\t1000\t1000\t1000\n", comm, pid,
+                 pid);
+        put(t, rel, text);
+        snprintf(rel, sizeof rel, "proc/%d/comm", pid);
+        snprintf(text, sizeof text, "%s\n", comm);
+        put(t, rel, text);
+        snprintf(rel, sizeof rel, "proc/%d/cmdline", pid);
+        put(t, rel, comm);
+        snprintf(rel, sizeof rel, "proc/%d/environ", pid);
+        put(t, rel, "");
+        snprintf(rel, sizeof rel, "proc/%d/cgroup", pid);
+        put(t, rel, "0::/test.slice\n");
+        snprintf(link, sizeof link, "%s/proc/%d/exe", t->root, pid);
+        (void) unlink(link);
+        assert_int_equal(symlink(exe, link), 0);
+        put_thread(t, pid, pid, comm);
+}
+
+/* ---- the fake connector ---- */
+
+static void feed(world *t, const struct proc_event *ev) {
+        watcher_on_event(NULL, ev, t->w);
+}
+
+static void exec_event(world *t, pid_t pid) {
+        struct proc_event ev = { .what = PROC_EVENT_EXEC };
+        ev.event_data.exec.process_pid = pid;
+        ev.event_data.exec.process_tgid = pid;
+        feed(t, &ev);
+}
+
+static void fork_event(world *t, pid_t parent, pid_t child_pid, pid_t child_tgid) {
+        struct proc_event ev = { .what = PROC_EVENT_FORK };
+        ev.event_data.fork.parent_pid = parent;
+        ev.event_data.fork.parent_tgid = parent;
+        ev.event_data.fork.child_pid = child_pid;
+        ev.event_data.fork.child_tgid = child_tgid;
+        feed(t, &ev);
+}
+
+static void comm_event(world *t, pid_t tid, pid_t tgid, const char *comm) {
+        struct proc_event ev = { .what = PROC_EVENT_COMM };
+        ev.event_data.comm.process_pid = tid;
+        ev.event_data.comm.process_tgid = tgid;
+        snprintf(ev.event_data.comm.comm, sizeof ev.event_data.comm.comm, "%s", comm);
+        feed(t, &ev);
+}
+
+static void exit_event(world *t, pid_t tid, pid_t tgid) {
+        struct proc_event ev = { .what = PROC_EVENT_EXIT };
+        ev.event_data.exit.process_pid = tid;
+        ev.event_data.exit.process_tgid = tgid;
+        feed(t, &ev);
+}
+
+/* ---- the consumer: a log of callbacks ---- */
+
+_printf_(2, 3) static void note(world *t, const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        t->len += (size_t) vsnprintf(t->log + t->len, sizeof t->log - t->len, fmt, ap);
+        va_end(ap);
+        assert_true(t->len < sizeof t->log - 1);
+        t->log[t->len++] = '\n';
+        t->log[t->len] = 0;
+}
+
+static void on_matched(Watcher *w, managed_process *p, void *userdata) {
+        note(userdata, "matched %d %s threads=%u", p->pid, p->rule->name, p->n_threads);
+}
+
+static void on_changed(Watcher *w, managed_process *p, unsigned changes, void *userdata) {
+        note(userdata, "changed %d %s%s%s%s", p->pid, changes & WATCHER_CHANGE_RULE ? "rule " : "",
+             changes & WATCHER_CHANGE_RANK ? "rank " : "", changes & WATCHER_CHANGE_ACCELS ? "accels " : "",
+             changes & WATCHER_CHANGE_EXEC ? "exec" : "");
+}
+
+static void on_thread_new(Watcher *w, managed_process *p, managed_thread *th, void *userdata) {
+        note(userdata, "thread_new %d %d %s", p->pid, th->tid, th->comm);
+}
+
+static void on_thread_renamed(Watcher *w, managed_process *p, managed_thread *th, const char *old, void *userdata) {
+        note(userdata, "renamed %d %d %s->%s", p->pid, th->tid, old, th->comm);
+}
+
+static void on_thread_exit(Watcher *w, managed_process *p, managed_thread *th, void *userdata) {
+        note(userdata, "thread_exit %d %d", p->pid, th->tid);
+}
+
+static void on_gone(Watcher *w, managed_process *p, watcher_exit_reason reason, void *userdata) {
+        note(userdata, "exit %d %s", p->pid, watcher_exit_reason_to_string(reason));
+}
+
+static const watcher_ops ops = {
+        .on_process_matched = on_matched,
+        .on_process_changed = on_changed,
+        .on_thread_new = on_thread_new,
+        .on_thread_renamed = on_thread_renamed,
+        .on_thread_exit = on_thread_exit,
+        .on_process_exit = on_gone,
+};
+
+/* The callbacks since the last call, one per line. */
+static void expect(world *t, const char *want) {
+        assert_string_equal(t->log, want);
+        t->len = 0;
+        t->log[0] = 0;
+}
+
+static int setup(void **state) {
+        world *t = calloc(1, sizeof *t);
+        tune_policy_errors errors = {};
+        watcher_params params = {};
+        int r;
+
+        assert_non_null(t);
+        snprintf(t->root, sizeof t->root, "/tmp/npu-watcher-events-XXXXXX");
+        assert_non_null(mkdtemp(t->root));
+        put(t, "proc/1/stat", "1 (init) S 0 1 1 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 1 0 0\n");
+        assert_int_equal(sd_event_new(&t->event), 0);
+        assert_int_equal(tune_ctx_new(t->root, &t->ctx), 0);
+        r = tune_policy_parse_string(policy_json, "test.json", &t->policy, &errors);
+        for (unsigned i = 0; i < errors.n; i++) {
+                _cleanup_free_ char *line = NULL;
+                if (tune_policy_error_format(&errors.items[i], &line) >= 0)
+                        fprintf(stderr, "policy: %s\n", line);
+        }
+        tune_policy_errors_done(&errors);
+        assert_int_equal(r, 0);
+        watcher_params_from_policy(t->policy, &params);
+        assert_int_equal(watcher_new(t->event, t->ctx, NULL, t->policy, &params, &ops, t, &t->w), 0);
+        *state = t;
+        return 0;
+}
+
+static int teardown(void **state) {
+        world *t = *state;
+        char cmd[128];
+
+        watcher_release_all(t->w);
+        watcher_free(t->w);
+        tune_policy_free(t->policy);
+        tune_ctx_free(t->ctx);
+        sd_event_unref(t->event);
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", t->root);
+        assert_int_equal(system(cmd), 0);
+        free(t);
+        return 0;
+}
+
+/* ---- the stories ---- */
+
+static void test_exec_threads_exit(void **state) {
+        world *t = *state;
+
+        put_process(t, 100, 1000, "vllm", "/usr/bin/python3");
+        put_thread(t, 100, 101, "worker");
+        exec_event(t, 100);
+        expect(t, "matched 100 vllm threads=2\n");
+
+        put_thread(t, 100, 102, "acl_thread");
+        fork_event(t, 100, 102, 100);
+        fork_event(t, 100, 102, 100); /* seen twice: one thread */
+        expect(t, "thread_new 100 102 acl_thread\n");
+
+        drop(t, 100, 101);
+        exit_event(t, 101, 100);
+        expect(t, "thread_exit 100 101\n");
+
+        drop(t, 100, 0);
+        exit_event(t, 100, 100);
+        expect(t, "exit 100 exited\n");
+        exit_event(t, 100, 100); /* late duplicate: nothing */
+        expect(t, "");
+}
+
+static void test_unmatch_on_exec(void **state) {
+        world *t = *state;
+
+        put_process(t, 100, 1000, "vllm", "/usr/bin/python3");
+        exec_event(t, 100);
+        expect(t, "matched 100 vllm threads=1\n");
+
+        /* It exec'd into something no rule matches: the consumer lets it go. */
+        put_process(t, 100, 1000, "bash", "/usr/bin/bash");
+        exec_event(t, 100);
+        expect(t, "exit 100 unmatched\n");
+        /* And back into a server: managed again. */
+        put_process(t, 100, 1000, "sglang", "/usr/bin/python3");
+        exec_event(t, 100);
+        expect(t, "matched 100 sglang threads=1\n");
+}
+
+static void test_pid_reuse(void **state) {
+        world *t = *state;
+
+        put_process(t, 100, 1000, "vllm", "/usr/bin/python3");
+        exec_event(t, 100);
+        expect(t, "matched 100 vllm threads=1\n");
+
+        /* The process died unseen (lost EXIT) and another one got its pid: the old one is
+         * released as such, the new one matched on its own. */
+        drop(t, 100, 0);
+        put_process(t, 100, 5000, "vllm", "/usr/bin/python3");
+        exec_event(t, 100);
+        expect(t, "exit 100 pid-reused\nmatched 100 vllm threads=1\n");
+        assert_int_equal(watcher_find(t->w, 100)->start_time, 5000);
+
+        /* A thread event for the old identity's pid finds only the new process. */
+        put_thread(t, 100, 104, "w");
+        fork_event(t, 100, 104, 100);
+        expect(t, "thread_new 100 104 w\n");
+
+        /* Gone without any event: a check by the consumer sees it. */
+        drop(t, 100, 0);
+        assert_int_equal(watcher_check_process(t->w, watcher_find(t->w, 100) ?: &(managed_process){ .pid = 100 }), 0);
+}
+
+static void test_retitle(void **state) {
+        world *t = *state;
+
+        /* python3 matches no rule yet, but would as "trainer": kept as a candidate. */
+        put_process(t, 200, 2000, "python3", "/usr/bin/python3");
+        exec_event(t, 200);
+        expect(t, "");
+        assert_null(watcher_find(t->w, 200));
+
+        put_process(t, 200, 2000, "trainer", "/usr/bin/python3");
+        comm_event(t, 200, 200, "trainer");
+        expect(t, "matched 200 trainer threads=1\n");
+
+        /* Retitled into another rule's name: the thread is renamed, the rule changes. */
+        put_process(t, 200, 2000, "vllm-x", "/usr/bin/python3");
+        comm_event(t, 200, 200, "vllm-x");
+        expect(t, "renamed 200 200 trainer->vllm-x\nchanged 200 rule \n");
+
+        /* Within the same rule: a rename, nothing else changed. */
+        put_process(t, 200, 2000, "vllm-y", "/usr/bin/python3");
+        comm_event(t, 200, 200, "vllm-y");
+        expect(t, "renamed 200 200 vllm-x->vllm-y\n");
+
+        /* Into nothing: let go, but still watched as a candidate (its exe still fits). */
+        put_process(t, 200, 2000, "idle", "/usr/bin/python3");
+        comm_event(t, 200, 200, "idle");
+        expect(t, "renamed 200 200 vllm-y->idle\nexit 200 unmatched\n");
+        put_process(t, 200, 2000, "trainer", "/usr/bin/python3");
+        comm_event(t, 200, 200, "trainer");
+        expect(t, "matched 200 trainer threads=1\n");
+}
+
+static void test_rename_storm(void **state) {
+        static const char *const names[] = { "worker", "worker", "acl_thread", "tokenizer", "tokenizer", "worker" };
+        world *t = *state;
+        char want[64];
+        unsigned renames = 0;
+        const char *last = "worker";
+
+        put_process(t, 100, 1000, "vllm", "/usr/bin/python3");
+        put_thread(t, 100, 101, "worker");
+        exec_event(t, 100);
+        expect(t, "matched 100 vllm threads=2\n");
+
+        for (unsigned i = 0; i < 3000; i++) {
+                const char *n = names[i % ELEMENTSOF(names)];
+                size_t before = t->len;
+
+                put_thread(t, 100, 101, n);
+                comm_event(t, 101, 100, n);
+                if (!streq(n, last)) {
+                        snprintf(want, sizeof want, "renamed 100 101 %s->%s\n", last, n);
+                        assert_string_equal(t->log + before, want);
+                        renames++;
+                } else
+                        assert_int_equal(t->len, before); /* the same name again: no callback */
+                last = n;
+                t->len = 0;
+                t->log[0] = 0;
+        }
+        assert_int_equal(renames, 1500); /* 3 real changes in every 6 events */
+        assert_string_equal(managed_process_find_thread(watcher_find(t->w, 100), 101)->comm, last);
+
+        /* A thread whose fork was not seen shows up through its COMM event. */
+        put_thread(t, 100, 105, "late");
+        comm_event(t, 105, 100, "late");
+        expect(t, "thread_new 100 105 late\n");
+
+        /* Renames in a process nobody manages: nothing. */
+        put_process(t, 300, 3000, "bash", "/usr/bin/bash");
+        put_thread(t, 300, 301, "x");
+        comm_event(t, 301, 300, "y");
+        expect(t, "");
+}
+
+static void test_exec_resyncs_threads(void **state) {
+        world *t = *state;
+
+        put_process(t, 100, 1000, "vllm", "/usr/bin/python3");
+        put_thread(t, 100, 101, "old");
+        put_thread(t, 100, 102, "stays");
+        exec_event(t, 100);
+        expect(t, "matched 100 vllm threads=3\n");
+
+        /* exec replaced the threads (their EXIT events were lost): the thread list is
+         * brought in line before the consumer hears of the exec. */
+        drop(t, 100, 101);
+        put_thread(t, 100, 102, "renamed");
+        put_thread(t, 100, 103, "new");
+        exec_event(t, 100);
+        expect(t, "thread_exit 100 101\nrenamed 100 102 stays->renamed\nthread_new 100 103 new\nchanged 100 exec\n");
+}
+
+static void test_release_all(void **state) {
+        world *t = *state;
+
+        put_process(t, 100, 1000, "vllm", "/usr/bin/python3");
+        put_process(t, 101, 1001, "sglang", "/usr/bin/python3");
+        exec_event(t, 100);
+        exec_event(t, 101);
+        expect(t, "matched 100 vllm threads=1\nmatched 101 sglang threads=1\n");
+        watcher_release_all(t->w);
+        expect(t, "exit 100 stop\nexit 101 stop\n");
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_exec_threads_exit, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_unmatch_on_exec, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_pid_reuse, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_retitle, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_rename_storm, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_exec_resyncs_threads, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_release_all, setup, teardown),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
