@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* Placement costs, printed as numbers (not a test):
- *   plan:   tune_plan() for N processes on the Atlas 800I A2 topology (hand-built), and
+ *   plan:   tune_plan_compute() for N processes on the Atlas 800I A2 topology (hand-built), and
  *           tune_placer_set() of one more process into a placer holding N;
  *   apply:  tune_affinity_apply() on a live child process with T threads, when every
  *           thread must move (flip between two CPU sets) and when none must (a re-check:
@@ -62,7 +62,7 @@ static void bench_plan(unsigned runs) {
                 unsigned n = sizes[s];
                 tune_plan_request *reqs = calloc(n, sizeof *reqs);
                 const tune_accel **ptrs = calloc(n, sizeof *ptrs);
-                tune_placement *out = calloc(n, sizeof *out);
+                tune_plan *out = calloc(n, sizeof *out);
                 char what[96];
 
                 for (unsigned k = 0; k < n; k++) {
@@ -71,16 +71,16 @@ static void bench_plan(unsigned runs) {
                 }
                 for (unsigned r = 0; r < runs; r++) {
                         double t0 = now_us();
-                        int rr = tune_plan(t, &params, reqs, n, out);
+                        int rr = tune_plan_compute(t, &params, reqs, n, out);
                         if (rr < 0) {
                                 fprintf(stderr, "tune_plan: %s\n", strerror(-rr));
                                 abort();
                         }
                         v[r] = now_us() - t0;
                         for (unsigned k = 0; k < n; k++)
-                                tune_placement_done(&out[k]);
+                                tune_plan_done(&out[k]);
                 }
-                snprintf(what, sizeof what, "plan: tune_plan() of %u processes (8 nodes x 24 CPUs)", n);
+                snprintf(what, sizeof what, "plan: tune_plan_compute() of %u processes (8 nodes x 24 CPUs)", n);
                 report(what, v, runs);
 
                 /* One more process into a placer that holds n. */
@@ -186,7 +186,7 @@ static void bench_apply(unsigned runs) {
                 unsigned threads = sizes[s] - 1;
                 pid_t pid = spawn_child(threads);
                 flip f = {};
-                tune_affinity_journal j = {};
+                tune_affinity_originals j = {};
                 char what[96];
 
                 tune_cpuset_add(&f.a, (unsigned) cpus[0]);
@@ -212,7 +212,7 @@ static void bench_apply(unsigned runs) {
                 report(what, v, runs);
                 kill(pid, SIGKILL);
                 waitpid(pid, NULL, 0);
-                tune_affinity_journal_done(&j);
+                tune_affinity_originals_done(&j);
                 tune_cpuset_done(&f.a);
                 tune_cpuset_done(&f.b);
         }

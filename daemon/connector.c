@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* The netlink process connector (see ../../shared/docs/field-notes.md §3). */
+/* The netlink process connector (see connector.h and docs/process-watcher.md). */
 #include <errno.h>
 #include <linux/connector.h>
 #include <linux/netlink.h>

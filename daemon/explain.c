@@ -27,7 +27,7 @@ static int plan_process(const tune_accels *all, tune_placer *placer, managed_pro
         return tune_placer_set(placer, placement_key(mp->pid, mp->start_time), mp->rule, accels, n, NULL);
 }
 
-static void print_text(const managed_process *mp, const tune_placement *pl) {
+static void print_text(const managed_process *mp, const tune_plan *pl) {
         _cleanup_free_ char *accels = NULL, *pool = NULL, *mem = NULL;
 
         (void) tune_attribution_format_accels(&mp->attribution, &accels);
@@ -38,14 +38,14 @@ static void print_text(const managed_process *mp, const tune_placement *pl) {
                mp->attribution.variable);
         if (mp->rank >= 0)
                 printf("  rank:          %d\n", mp->rank);
-        printf("  action:        %s\n", tune_placement_action_to_string(pl->action));
-        if (pl->action == TUNE_PLACEMENT_PLACE) {
+        printf("  action:        %s\n", tune_plan_action_to_string(pl->action));
+        if (pl->action == TUNE_PLAN_PLACE) {
                 (void) tune_cpuset_format_list(&pl->pool, &pool);
                 (void) tune_cpuset_format_list(&pl->mem_nodes, &mem);
                 printf("  CPU pool:      %s\n", pool ? pool : "?");
                 for (tune_role r = 0; r < _TUNE_ROLE_MAX; r++) {
                         _cleanup_free_ char *cpus = NULL;
-                        (void) tune_cpuset_format_list(tune_placement_role_cpus(pl, r), &cpus);
+                        (void) tune_cpuset_format_list(tune_plan_role_cpus(pl, r), &cpus);
                         printf("  %-14s %s\n", tune_role_to_string(r), cpus && *cpus ? cpus : "-");
                 }
                 printf("  memory nodes:  %s\n", mem && *mem ? mem : "left where it is");
@@ -121,11 +121,11 @@ int run_explain(const daemon_options *o) {
                 log_error_errno(r, "Failed to plan process %d: %m", o->explain_pid);
                 return 1;
         }
-        const tune_placement *pl = tune_placer_get(placer, placement_key(target->pid, target->start_time));
+        const tune_plan *pl = tune_placer_get(placer, placement_key(target->pid, target->start_time));
         if (o->json) {
                 json_object *j = NULL;
                 _cleanup_free_ char *accels = NULL;
-                r = tune_placement_to_json(pl, &j);
+                r = tune_plan_to_json(pl, &j);
                 if (r < 0)
                         return log_oom(), 1;
                 (void) tune_attribution_format_accels(&target->attribution, &accels);

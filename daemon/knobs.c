@@ -238,7 +238,7 @@ int knobs_load_journal(const tune_ctx *ctx, const char *state_dir, tune_journal 
         if (!streq(j->root, tune_ctx_root(ctx)))
                 return log_error_errno(EXDEV, "%s/%s belongs to root %s, not %s: leaving every host knob as it is.",
                                        state_dir, TUNE_JOURNAL_FILE, j->root, tune_ctx_root(ctx));
-        r = tune_knob_boot_id(ctx, &boot_id);
+        r = tune_boot_id(ctx, &boot_id);
         if (r < 0)
                 return log_oom();
         if (*j->boot_id && *boot_id && !streq(j->boot_id, boot_id)) {
@@ -275,7 +275,7 @@ static bool item_owned(const Knobs *k, const tune_knob_item *it) {
 
 /* A knob someone else changed while we own it: say so once; write ours again only when
  * the policy asks (reassert). */
-static int on_reconcile(sd_event_source *s, uint64_t usec, void *userdata) {
+static int on_drift_check(sd_event_source *s, uint64_t usec, void *userdata) {
         Knobs *k = userdata;
 
         for (unsigned i = 0; i < k->plan.n; i++) {
@@ -432,7 +432,7 @@ static int knobs_start_locked(Knobs *k, const knobs_inputs *in) {
         r = k->drift_logged ? sd_event_now(k->event, CLOCK_MONOTONIC, &now) : -ENOMEM;
         if (r >= 0)
                 r = sd_event_add_time(k->event, &k->timer, CLOCK_MONOTONIC, now + (uint64_t) k->interval_ms * 1000, 0,
-                                      on_reconcile, k);
+                                      on_drift_check, k);
         if (r >= 0)
                 r = sd_event_source_set_enabled(k->timer, SD_EVENT_ON);
         if (r < 0)

@@ -7,7 +7,6 @@
 #include "log.h"
 #include "npu-tuned/affinity.h"
 #include "npu-tuned/affinity-record.h"
-#include "npu-tuned/knob.h"
 #include "npu-tuned/memmove.h"
 #include "npu-tuned/numa-maps.h"
 #include "placement.h"
@@ -34,7 +33,7 @@ typedef struct placed_process {
         Placement *owner;
         pid_t pid;
         uint64_t key;
-        tune_affinity_journal journal;
+        tune_affinity_originals originals;
         /* What STATE_DIR/affinity-PID.json holds (see record_before_set()). */
         tune_affinity_record record;
         bool recorded;
@@ -68,12 +67,12 @@ static void placed_process_free(placed_process *pp) {
                 return;
         sd_event_source_disable_unref(pp->memory_timer);
         tune_memmove_free(pp->memmove);
-        tune_affinity_journal_done(&pp->journal);
+        tune_affinity_originals_done(&pp->originals);
         tune_affinity_record_done(&pp->record);
         free(pp);
 }
 
-const tune_placement *placement_get(const Placement *p, const managed_process *mp) {
+const tune_plan *placement_get(const Placement *p, const managed_process *mp) {
         return tune_placer_get(p->placer, placement_key(mp->pid, mp->start_time));
 }
 
@@ -85,19 +84,19 @@ static managed_process *find_process(Placement *p, uint64_t key) {
         return mp;
 }
 
-static void log_placement(const managed_process *mp, const tune_placement *pl, bool dry_run) {
+static void log_placement(const managed_process *mp, const tune_plan *pl, bool dry_run) {
         _cleanup_free_ char *pool = NULL, *control = NULL, *compute = NULL, *mem = NULL, *accels = NULL;
 
         (void) tune_attribution_format_accels(&mp->attribution, &accels);
-        if (pl->action != TUNE_PLACEMENT_PLACE) {
+        if (pl->action != TUNE_PLAN_PLACE) {
                 log_info("Not placing pid %d (rule \"%s\", accelerators %s from %s): %s.", mp->pid, mp->rule->name,
                          accels && *accels ? accels : "none", tune_attribution_source_to_string(mp->attribution.source),
-                         pl->n_reasons > 0 ? pl->reasons[pl->n_reasons - 1] : tune_placement_action_to_string(pl->action));
+                         pl->n_reasons > 0 ? pl->reasons[pl->n_reasons - 1] : tune_plan_action_to_string(pl->action));
                 return;
         }
         (void) tune_cpuset_format_list(&pl->pool, &pool);
-        (void) tune_cpuset_format_list(tune_placement_role_cpus(pl, TUNE_ROLE_CONTROL), &control);
-        (void) tune_cpuset_format_list(tune_placement_role_cpus(pl, TUNE_ROLE_COMPUTE), &compute);
+        (void) tune_cpuset_format_list(tune_plan_role_cpus(pl, TUNE_ROLE_CONTROL), &control);
+        (void) tune_cpuset_format_list(tune_plan_role_cpus(pl, TUNE_ROLE_COMPUTE), &compute);
         (void) tune_cpuset_format_list(&pl->mem_nodes, &mem);
         log_info("%s pid %d (rule \"%s\", accelerators %s from %s): CPUs %s, control %s, compute %s, memory %s.",
                  dry_run ? "Dry run: would place" : "Placing", mp->pid, mp->rule->name, accels && *accels ? accels : "none",
@@ -110,7 +109,7 @@ static void log_placement(const managed_process *mp, const tune_placement *pl, b
 
 /* ---- the affinity record: originals persisted before the first pin ----
  *
- * The in-memory journal (pp->journal) is what SIGTERM restores; the record in the state
+ * The in-memory originals (pp->originals) are what SIGTERM restores; the record in the state
  * directory is what `npu-tuned --restore` and the next start restore after a SIGKILL.
  * Writing it before every sched_setaffinity would mean one fsync'ed file per thread in
  * the burst at match time, so it is written before a set only when the record would no
@@ -125,14 +124,14 @@ static void log_placement(const managed_process *mp, const tune_placement *pl, b
  * inherit a recorded set and get a recorded role set) write nothing. Exited threads stay
  * in the record until the next write (harmless: restore skips threads that are gone). */
 
-static const tune_cpuset *record_process_original(const tune_affinity_journal *j) {
-        const tune_affinity_entry *e = tune_affinity_journal_find(j, j->pid);
+static const tune_cpuset *record_process_original(const tune_affinity_originals *j) {
+        const tune_affinity_entry *e = tune_affinity_originals_find(j, j->pid);
         if (e)
                 return &e->original;
         return j->n > 0 ? &j->entries[0].original : NULL;
 }
 
-static bool record_has_applied(const tune_affinity_journal *j, const tune_cpuset *s) {
+static bool record_has_applied(const tune_affinity_originals *j, const tune_cpuset *s) {
         for (unsigned i = 0; i < j->n; i++)
                 if (tune_cpuset_equal(&j->entries[i].applied, s))
                         return true;
@@ -145,11 +144,11 @@ static bool record_needs_write(const placed_process *pp, const tune_affinity_ent
 
         if (!pp->recorded || pp->record.restore_on_stop != pp->restore_on_stop)
                 return true;
-        rec = tune_affinity_journal_find(&pp->record.journal, live->tid);
+        rec = tune_affinity_originals_find(&pp->record.originals, live->tid);
         if (rec)
                 return !tune_cpuset_equal(&rec->applied, cpus) || !tune_cpuset_equal(&rec->original, &live->original);
-        process_original = record_process_original(&pp->record.journal);
-        return !record_has_applied(&pp->record.journal, cpus) || !process_original ||
+        process_original = record_process_original(&pp->record.originals);
+        return !record_has_applied(&pp->record.originals, cpus) || !process_original ||
                !tune_cpuset_equal(process_original, &live->original);
 }
 
@@ -157,21 +156,21 @@ static bool record_needs_write(const placed_process *pp, const tune_affinity_ent
  * recording backend right before it. An error refuses the set (no unrecorded pin). */
 static int record_before_set(placed_process *pp, pid_t tid, const tune_cpuset *cpus) {
         Placement *p = pp->owner;
-        const tune_affinity_entry *live = tune_affinity_journal_find(&pp->journal, tid);
+        const tune_affinity_entry *live = tune_affinity_originals_find(&pp->originals, tid);
         tune_affinity_record next = { .restore_on_stop = pp->restore_on_stop };
         tune_affinity_entry *e;
         int r;
 
         if (!live)
-                return -EINVAL; /* affinity.c journals a thread before it sets it */
+                return -EINVAL; /* affinity.c records a thread before it sets it */
         if (!record_needs_write(pp, live, cpus))
                 return 0;
         next.boot_id = strdup(p->boot_id ? p->boot_id : "");
         if (!next.boot_id)
                 return -ENOMEM;
-        r = tune_affinity_journal_copy(&next.journal, &pp->journal);
+        r = tune_affinity_originals_copy(&next.originals, &pp->originals);
         if (r >= 0) {
-                e = (tune_affinity_entry *) tune_affinity_journal_find(&next.journal, tid);
+                e = (tune_affinity_entry *) tune_affinity_originals_find(&next.originals, tid);
                 r = tune_cpuset_copy(&e->applied, cpus);
         }
         if (r >= 0)
@@ -217,15 +216,15 @@ static void record_remove(Placement *p, placed_process *pp) {
 /* Pin every thread of mp by role. */
 static void apply_process(Placement *p, managed_process *mp) {
         placed_process *pp = mp->userdata;
-        const tune_placement *pl = tune_placer_get(p->placer, pp->key);
+        const tune_plan *pl = tune_placer_get(p->placer, pp->key);
         tune_affinity_stats stats = {};
         int r;
 
-        if (!pl || pl->action != TUNE_PLACEMENT_PLACE)
+        if (!pl || pl->action != TUNE_PLAN_PLACE)
                 return;
-        tune_thread_target target = { .placement = pl, .rule = mp->rule };
+        tune_thread_target target = { .plan = pl, .rule = mp->rule };
         pp->restore_on_stop = mp->rule->restore_on_stop;
-        r = tune_affinity_apply(p->ctx, &pp->backend, mp->pid, tune_thread_target_choose, &target, &pp->journal, &stats);
+        r = tune_affinity_apply(p->ctx, &pp->backend, mp->pid, tune_thread_target_choose, &target, &pp->originals, &stats);
         if (r == -ESRCH)
                 return; /* gone: its exit event follows */
         if (r == -EAGAIN)
@@ -246,7 +245,7 @@ static void apply_changed(Placement *p, const tune_keys *changed) {
         }
 }
 
-static void verify_memory(Placement *p, managed_process *mp, const tune_placement *pl, uint64_t not_moved) {
+static void verify_memory(Placement *p, managed_process *mp, const tune_plan *pl, uint64_t not_moved) {
         tune_numa_usage u = {};
         int r;
 
@@ -262,7 +261,7 @@ static void verify_memory(Placement *p, managed_process *mp, const tune_placemen
         tune_numa_usage_done(&u);
 }
 
-static void memory_finish(Placement *p, managed_process *mp, placed_process *pp, const tune_placement *pl,
+static void memory_finish(Placement *p, managed_process *mp, placed_process *pp, const tune_plan *pl,
                           uint64_t not_moved) {
         pp->memory_done = true;
         pp->memory_timer = sd_event_source_disable_unref(pp->memory_timer);
@@ -275,11 +274,11 @@ static int on_memory_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         placed_process *pp = userdata;
         Placement *p = pp->owner;
         managed_process *mp = find_process(p, pp->key);
-        const tune_placement *pl = tune_placer_get(p->placer, pp->key);
+        const tune_plan *pl = tune_placer_get(p->placer, pp->key);
         const tune_policy_rule *rule;
         int r;
 
-        if (!mp || !pl || pl->action != TUNE_PLACEMENT_PLACE || tune_cpuset_is_empty(&pl->mem_nodes)) {
+        if (!mp || !pl || pl->action != TUNE_PLAN_PLACE || tune_cpuset_is_empty(&pl->mem_nodes)) {
                 pp->memory_timer = sd_event_source_disable_unref(pp->memory_timer);
                 return 0;
         }
@@ -330,10 +329,10 @@ static int on_memory_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
-static void arm_memory(Placement *p, managed_process *mp, placed_process *pp, const tune_placement *pl) {
+static void arm_memory(Placement *p, managed_process *mp, placed_process *pp, const tune_plan *pl) {
         int r;
 
-        if (pp->memory_done || pp->memory_timer || !mp->rule->memory_migrate || pl->action != TUNE_PLACEMENT_PLACE ||
+        if (pp->memory_done || pp->memory_timer || !mp->rule->memory_migrate || pl->action != TUNE_PLAN_PLACE ||
             tune_cpuset_is_empty(&pl->mem_nodes))
                 return;
         r = sd_event_add_time_relative(p->event, &pp->memory_timer, CLOCK_MONOTONIC,
@@ -372,7 +371,7 @@ static void place(Placement *p, managed_process *mp) {
                 log_warning_errno(r, "Failed to plan pid %d, leaving it alone: %m", mp->pid);
                 return;
         }
-        const tune_placement *pl = tune_placer_get(p->placer, pp->key);
+        const tune_plan *pl = tune_placer_get(p->placer, pp->key);
         log_placement(mp, pl, p->dry_run);
         if (p->dry_run) {
                 /* The plan is logged; nothing is pinned or moved. */
@@ -402,7 +401,7 @@ static void on_process_matched(Watcher *w, managed_process *mp, void *userdata) 
         pp->pid = mp->pid;
         pp->key = placement_key(mp->pid, mp->start_time);
         pp->matched_usec = now_usec();
-        pp->journal.start_time = mp->start_time;
+        pp->originals.start_time = mp->start_time;
         pp->backend = (tune_affinity_backend){ .get = recording_get, .set = recording_set, .userdata = pp };
         mp->userdata = pp;
         place(p, mp);
@@ -428,17 +427,17 @@ static void on_process_changed(Watcher *w, managed_process *mp, unsigned changes
 
 static void apply_one_thread(Placement *p, managed_process *mp, managed_thread *t) {
         placed_process *pp = mp->userdata;
-        const tune_placement *pl;
+        const tune_plan *pl;
         tune_affinity_stats stats = {};
         int r;
 
-        if (!pp || !(pl = tune_placer_get(p->placer, pp->key)) || pl->action != TUNE_PLACEMENT_PLACE ||
+        if (!pp || !(pl = tune_placer_get(p->placer, pp->key)) || pl->action != TUNE_PLAN_PLACE ||
             p->dry_run)
                 return;
-        tune_thread_target target = { .placement = pl, .rule = mp->rule };
+        tune_thread_target target = { .plan = pl, .rule = mp->rule };
         pp->restore_on_stop = mp->rule->restore_on_stop;
         r = tune_affinity_apply_thread(p->ctx, &pp->backend, mp->pid, t->tid, tune_thread_target_choose, &target,
-                                       &pp->journal, &stats);
+                                       &pp->originals, &stats);
         if (r < 0 && r != -ESRCH)
                 log_warning_errno(r, "Failed to set the CPU affinity of thread %d of pid %d, ignoring: %m", t->tid, mp->pid);
 }
@@ -455,7 +454,7 @@ static void on_thread_renamed(Watcher *w, managed_process *mp, managed_thread *t
 static void on_thread_exit(Watcher *w, managed_process *mp, managed_thread *t, void *userdata) {
         placed_process *pp = mp->userdata;
         if (pp)
-                tune_affinity_journal_forget(&pp->journal, t->tid);
+                tune_affinity_originals_forget(&pp->originals, t->tid);
 }
 
 static void on_process_exit(Watcher *w, managed_process *mp, watcher_exit_reason reason, void *userdata) {
@@ -468,7 +467,7 @@ static void on_process_exit(Watcher *w, managed_process *mp, watcher_exit_reason
                 return;
         if (reason == WATCHER_EXIT_STOP && mp->rule->restore_on_stop) {
                 tune_affinity_stats stats = {};
-                int r = tune_affinity_restore(p->ctx, NULL, &pp->journal, &stats);
+                int r = tune_affinity_restore(p->ctx, NULL, &pp->originals, &stats);
                 if (r < 0 && r != -ESRCH) {
                         log_warning_errno(r, "Failed to give pid %d its original CPU affinity back: %m%s", mp->pid,
                                           pp->recorded ? "; its record is kept for npu-tuned --restore" : "");
@@ -479,7 +478,7 @@ static void on_process_exit(Watcher *w, managed_process *mp, watcher_exit_reason
                                  stats.skipped ? " (threads that re-bound themselves were left alone)" : "");
         } else if (reason == WATCHER_EXIT_UNMATCHED && mp->rule->restore_on_stop) {
                 /* It is no longer what the policy manages: it gets its own affinity back. */
-                (void) tune_affinity_restore(p->ctx, NULL, &pp->journal, NULL);
+                (void) tune_affinity_restore(p->ctx, NULL, &pp->originals, NULL);
         }
         if (tune_placer_remove(p->placer, pp->key, &changed) >= 0 && reason != WATCHER_EXIT_STOP) {
                 /* Its CPUs go back to the pool: the others on its nodes may grow. */
@@ -493,14 +492,14 @@ static void on_process_exit(Watcher *w, managed_process *mp, watcher_exit_reason
         mp->userdata = NULL;
 }
 
-static void on_reconcile(Watcher *w, managed_process *mp, void *userdata) {
+static void on_process_reconciled(Watcher *w, managed_process *mp, void *userdata) {
         Placement *p = userdata;
         placed_process *pp = mp->userdata;
         unsigned drifted = 0;
         pid_t first = 0;
 
         if (!pp || p->dry_run ||
-            tune_affinity_check(p->ctx, NULL, &pp->journal, &drifted, &first) < 0 || drifted == 0)
+            tune_affinity_check(p->ctx, NULL, &pp->originals, &drifted, &first) < 0 || drifted == 0)
                 return;
         if (mp->rule->reassert_affinity) {
                 if (!pp->drift_logged)
@@ -522,7 +521,7 @@ const watcher_ops placement_watcher_ops = {
         .on_thread_renamed = on_thread_renamed,
         .on_thread_exit = on_thread_exit,
         .on_process_exit = on_process_exit,
-        .on_reconcile = on_reconcile,
+        .on_process_reconciled = on_process_reconciled,
 };
 
 static int new_placer(const tune_topology *topology, const tune_policy *policy, tune_placer **ret) {
@@ -567,7 +566,7 @@ int placement_new(const placement_inputs *in, Placement **ret) {
         r = new_placer(in->topology, in->policy, &p->placer);
         if (r < 0)
                 return r;
-        (void) tune_knob_boot_id(in->ctx, &p->boot_id);
+        (void) tune_boot_id(in->ctx, &p->boot_id);
         for (unsigned i = 0; i < in->topology->n_nodes; i++) {
                 r = tune_cpuset_add(&p->all_nodes, (unsigned) in->topology->nodes[i].id);
                 if (r < 0)

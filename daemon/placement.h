@@ -2,8 +2,8 @@
 #pragma once
 
 /* The daemon's placement: the watcher's consumer. For each managed process it asks the
- * placer (libtune/placement/plan.c) for CPUs and a memory node, pins every thread by role, moves the
- * memory after the rule's settle delay (rate-limited), verifies it from numa_maps, follows
+ * placer (libtune/placement/plan.c) for a plan (CPUs and a memory node), pins every thread
+ * by role, moves the memory after the rule's settle delay (rate-limited), verifies it from numa_maps, follows
  * threads as they come, rename and go, and gives affinities back on stop. */
 
 #include "npu-tuned/plan.h"
@@ -26,7 +26,7 @@ typedef struct placement_inputs {
 int placement_new(const placement_inputs *in, Placement **ret);
 Placement *placement_free(Placement *p);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Placement *, placement_free);
-/* The watcher placement is the consumer of (created after it, with it as userdata). */
+/* The watcher whose consumer this is (created after the Placement, with it as userdata). */
 void placement_attach_watcher(Placement *p, Watcher *w);
 
 /* A new placer for the (reloaded) policy and its accelerators; only while no process is
@@ -35,8 +35,8 @@ int placement_reset(Placement *p, const tune_policy *policy, const tune_accels *
 /* What the watcher calls; userdata is the Placement. */
 extern const watcher_ops placement_watcher_ops;
 
-/* The managed process's current placement (NULL when not placed), for --explain/D-Bus. */
-const tune_placement *placement_get(const Placement *p, const managed_process *mp);
+/* The managed process's current plan (NULL when not placed), for --explain/D-Bus. */
+const tune_plan *placement_get(const Placement *p, const managed_process *mp);
 
 /* The attributed accelerators of mp that exist in all (at most max), for the planner. */
 unsigned placement_resolve_accels(const tune_accels *all, const managed_process *mp, const tune_accel **ret,

@@ -12,7 +12,6 @@
 #include "log.h"
 #include "npu-tuned/affinity.h"
 #include "npu-tuned/affinity-record.h"
-#include "npu-tuned/knob.h"
 #include "restore.h"
 #include "state-dir.h"
 
@@ -37,10 +36,10 @@ static int restore_record(const tune_ctx *ctx, const char *state_dir, const char
         else if (!rec.restore_on_stop)
                 log_info("pid %d keeps its CPU affinity (its rule says restore_on_stop: false).", pid);
         else {
-                r = tune_affinity_restore(ctx, NULL, &rec.journal, &stats);
+                r = tune_affinity_restore(ctx, NULL, &rec.originals, &stats);
                 if (r == -ESRCH || r == -ENOENT)
                         log_info("pid %d (start time %llu) is gone: nothing to give back.", pid,
-                                 (unsigned long long) rec.journal.start_time);
+                                 (unsigned long long) rec.originals.start_time);
                 else if (r < 0)
                         return log_warning_errno(r, "Failed to give pid %d its original CPU affinity back: %m; its "
                                                     "record is kept.", pid);
@@ -68,7 +67,7 @@ int restore_affinity_records(const tune_ctx *ctx, const char *state_dir) {
         if (!tune_ctx_is_live(ctx))
                 return log_error_errno(EOPNOTSUPP, "%u affinity record(s) in %s, but the root is not \"/\": leaving them.",
                                        n, state_dir);
-        (void) tune_knob_boot_id(ctx, &boot_id);
+        (void) tune_boot_id(ctx, &boot_id);
         log_info("Found %u affinity record(s) of a previous run in %s: restoring.", n, state_dir);
         for (unsigned i = 0; i < n; i++)
                 if (restore_record(ctx, state_dir, boot_id, pids[i]) < 0)

@@ -63,8 +63,8 @@ static bool entry_reconcile(Entry *e, uint64_t now) {
                 entry_device_check_schedule(e, now);
         }
         e->next_reconcile_usec = now + (uint64_t) w->params.reconcile_interval_ms * 1000;
-        if (w->ops.on_reconcile)
-                w->ops.on_reconcile(w, &e->p, w->userdata);
+        if (w->ops.on_process_reconciled)
+                w->ops.on_process_reconciled(w, &e->p, w->userdata);
         return true;
 }
 

@@ -9,7 +9,7 @@
  *
  * The story of one managed process, as the consumer sees it:
  *   on_process_matched      once, with p->threads already filled
- *   on_thread_new / _renamed / _exit, on_process_changed, on_reconcile   any number
+ *   on_thread_new / _renamed / _exit, on_process_changed, on_process_reconciled   any number
  *   on_process_exit         once, last; p is freed after it returns
  * Every callback gets a live process: before calling, the watcher checks its pidfd (or
  * start time), so a pid that now belongs to another process is never handed out. The
@@ -57,7 +57,7 @@ typedef struct watcher_ops {
         void (*on_process_exit)(Watcher *w, managed_process *p, watcher_exit_reason reason, void *userdata);
         /* The periodic check found p alive and brought p->threads up to date (threads that
          * appeared or vanished unseen were reported first): re-assert placement if wanted. */
-        void (*on_reconcile)(Watcher *w, managed_process *p, void *userdata);
+        void (*on_process_reconciled)(Watcher *w, managed_process *p, void *userdata);
 } watcher_ops;
 
 typedef struct watcher_params {

@@ -46,14 +46,14 @@ static inline tune_topology *fake_topology_new(unsigned n_nodes, unsigned cpus_p
         return t;
 }
 
-/* Atlas 800I A2 as in the seed: 2 sockets x 4 NUMA nodes x 24 cores (node i: CPUs
+/* Atlas 800I A2 as in the reference deployment: 2 sockets x 4 NUMA nodes x 24 cores (node i: CPUs
  * 24i..24i+23), 32 GiB per node. Distances in the shape of a Kunpeng 920 SLIT: 10 local,
  * 12 to the other die of the pair, 20 to the other pair of the same socket, 28 + 2 per die
  * step across sockets (so node 0's nearest remote-socket node is 4, and node 2's is 6).
- * MemFree: the seed's numactl -H showed node 0 3.2 GB, node 2 2.8 GB and node 4 28 GB;
+ * MemFree: the reference deployment's numactl -H showed node 0 3.2 GB, node 2 2.8 GB and node 4 28 GB;
  * they moved to NUMA4/6, which the rule "nearest node by distance with the minimum free"
  * only yields if the rest of socket 0 was short too, so nodes 1 and 3 get 4.0 and 5.0 GiB
- * here (the seed did not report them); nodes 5-7 have ~20 GiB. */
+ * here (the reference deployment did not report them); nodes 5-7 have ~20 GiB. */
 static inline tune_topology *fake_atlas_800i_a2(void) {
         int d[64];
         const uint64_t free_kib[8] = {

@@ -13,7 +13,7 @@
 
 #include "npu-tuned/affinity-record.h"
 
-static void add_entry(tune_affinity_journal *j, pid_t tid, const char *original, const char *applied) {
+static void add_entry(tune_affinity_originals *j, pid_t tid, const char *original, const char *applied) {
         j->entries = realloc(j->entries, (j->n + 1) * sizeof *j->entries);
         assert_non_null(j->entries);
         j->entries[j->n] = (tune_affinity_entry){ .tid = tid };
@@ -24,11 +24,11 @@ static void add_entry(tune_affinity_journal *j, pid_t tid, const char *original,
 
 static void make(tune_affinity_record *rec) {
         *rec = (tune_affinity_record){ .boot_id = strdup("f0c62e8c-0e62-4b75-a031-2163bfff8c37"), .restore_on_stop = true };
-        rec->journal.pid = 1234;
-        rec->journal.start_time = 987654321;
-        add_entry(&rec->journal, 1234, "0-63", "0");
-        add_entry(&rec->journal, 1240, "0-63", "1-3");
-        add_entry(&rec->journal, 1251, "4", "2,5");
+        rec->originals.pid = 1234;
+        rec->originals.start_time = 987654321;
+        add_entry(&rec->originals, 1234, "0-63", "0");
+        add_entry(&rec->originals, 1240, "0-63", "1-3");
+        add_entry(&rec->originals, 1251, "4", "2,5");
 }
 
 static void test_roundtrip(void **state) {
@@ -40,13 +40,13 @@ static void test_roundtrip(void **state) {
         assert_int_equal(tune_affinity_record_parse(text, strlen(text), &back), 0);
         assert_string_equal(back.boot_id, rec.boot_id);
         assert_true(back.restore_on_stop);
-        assert_int_equal(back.journal.pid, 1234);
-        assert_true(back.journal.start_time == 987654321);
-        assert_int_equal(back.journal.n, 3);
+        assert_int_equal(back.originals.pid, 1234);
+        assert_true(back.originals.start_time == 987654321);
+        assert_int_equal(back.originals.n, 3);
         for (unsigned i = 0; i < 3; i++) {
-                assert_int_equal(back.journal.entries[i].tid, rec.journal.entries[i].tid);
-                assert_true(tune_cpuset_equal(&back.journal.entries[i].original, &rec.journal.entries[i].original));
-                assert_true(tune_cpuset_equal(&back.journal.entries[i].applied, &rec.journal.entries[i].applied));
+                assert_int_equal(back.originals.entries[i].tid, rec.originals.entries[i].tid);
+                assert_true(tune_cpuset_equal(&back.originals.entries[i].original, &rec.originals.entries[i].original));
+                assert_true(tune_cpuset_equal(&back.originals.entries[i].applied, &rec.originals.entries[i].applied));
         }
         assert_int_equal(tune_affinity_record_format(&back, &again), 0);
         assert_string_equal(text, again);
@@ -128,14 +128,14 @@ static void test_file(void **state) {
         assert_int_equal(n, 0);
         make(&rec);
         assert_int_equal(tune_affinity_record_save(sub, &rec), 0);
-        rec.journal.pid = 77;
+        rec.originals.pid = 77;
         assert_int_equal(tune_affinity_record_save(sub, &rec), 0);
         assert_int_equal(tune_affinity_record_list(sub, &pids, &n), 0);
         assert_int_equal(n, 2);
         assert_int_equal(pids[0], 77);
         assert_int_equal(pids[1], 1234);
         assert_int_equal(tune_affinity_record_load(sub, 1234, &back), 0);
-        assert_int_equal(back.journal.n, 3);
+        assert_int_equal(back.originals.n, 3);
         tune_affinity_record_done(&back);
         assert_int_equal(tune_affinity_record_load(sub, 5, &back), -ENOENT);
         assert_int_equal(tune_affinity_record_delete(sub, 1234), 0);

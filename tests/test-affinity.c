@@ -180,10 +180,10 @@ static int fake_teardown(void **state) {
 }
 
 /* A thread born while we walk (created by a thread we just placed) is found by the next
- * walk, and its journaled original is the process's, not the mask it inherited from us. */
+ * walk, and its recorded original is the process's, not the mask it inherited from us. */
 static void test_fake_thread_born_mid_walk(void **state) {
         _cleanup_(tune_ctx_freep) tune_ctx *ctx = NULL;
-        tune_affinity_journal j = {};
+        tune_affinity_originals j = {};
         tune_affinity_stats st = {};
         tune_affinity_backend b;
         fake_kernel k;
@@ -201,8 +201,8 @@ static void test_fake_thread_born_mid_walk(void **state) {
         assert_fake_mask(&k, 102, "2-7");
         assert_fake_mask(&k, 200, "2-7"); /* "work-new", was 0-1 by inheritance */
         assert_int_equal(j.n, 5);
-        assert_mask(&tune_affinity_journal_find(&j, 200)->original, "0-7");
-        assert_mask(&tune_affinity_journal_find(&j, 200)->applied, "2-7");
+        assert_mask(&tune_affinity_originals_find(&j, 200)->original, "0-7");
+        assert_mask(&tune_affinity_originals_find(&j, 200)->applied, "2-7");
 
         /* Applying again changes nothing. */
         st = (tune_affinity_stats) {};
@@ -220,7 +220,7 @@ static void test_fake_thread_born_mid_walk(void **state) {
         assert_int_equal(drifted, 1);
         assert_int_equal(first, 102);
 
-        /* A journal whose pid now names another process (start time differs): refused. */
+        /* Originals whose pid now names another process (start time differs): refused. */
         char stat_path[256];
         snprintf(stat_path, sizeof stat_path, "%s/proc/100/stat", k.root);
         FILE *f = fopen(stat_path, "we");
@@ -244,19 +244,19 @@ static void test_fake_thread_born_mid_walk(void **state) {
         assert_fake_mask(&k, 103, "0-7");
         assert_fake_mask(&k, 200, "0-7");
 
-        tune_affinity_journal_forget(&j, 200);
-        assert_null(tune_affinity_journal_find(&j, 200));
+        tune_affinity_originals_forget(&j, 200);
+        assert_null(tune_affinity_originals_find(&j, 200));
         assert_int_equal(j.n, 4);
-        tune_affinity_journal_forget(&j, 12345);
+        tune_affinity_originals_forget(&j, 12345);
         assert_int_equal(j.n, 4);
-        tune_affinity_journal_done(&j);
+        tune_affinity_originals_done(&j);
         fake_kernel_done(&k);
 }
 
 static void test_fake_vanishing_and_errors(void **state) {
         _cleanup_(tune_ctx_freep) tune_ctx *ctx = NULL;
         int r;
-        tune_affinity_journal j = {};
+        tune_affinity_originals j = {};
         tune_affinity_stats st = {};
         tune_affinity_backend b;
         fake_kernel k;
@@ -264,12 +264,12 @@ static void test_fake_vanishing_and_errors(void **state) {
 
         fake_kernel_init(&k, &b);
         assert_int_equal(tune_ctx_new(k.root, &ctx), 0);
-        /* 102 exits between the walk and the syscall: counted, not an error, not journaled. */
+        /* 102 exits between the walk and the syscall: counted, not an error, not recorded. */
         k.dead[fake_index(&k, 102)] = true;
         assert_int_equal(tune_affinity_apply(ctx, &b, 100, fake_choose, NULL, &j, &st), 0);
         assert_int_equal(st.vanished, 1);
         assert_int_equal(st.set, 3);
-        assert_null(tune_affinity_journal_find(&j, 102));
+        assert_null(tune_affinity_originals_find(&j, 102));
         assert_int_equal(j.n, 3);
 
         /* FORK event for a thread that is not in the process (any more). */
@@ -283,17 +283,17 @@ static void test_fake_vanishing_and_errors(void **state) {
         fclose(f);
         assert_int_equal(tune_affinity_apply_thread(ctx, &b, 100, 103, fake_choose, NULL, &j, &st), 0);
         assert_fake_mask(&k, 103, "0-1");
-        assert_mask(&tune_affinity_journal_find(&j, 103)->original, "0-7");
+        assert_mask(&tune_affinity_originals_find(&j, 103)->original, "0-7");
 
-        /* A journal belongs to one process. */
+        /* Originals belong to one process. */
         assert_int_equal(tune_affinity_apply(ctx, &b, 101, fake_choose, NULL, &j, &st), -EINVAL);
-        tune_affinity_journal_done(&j);
+        tune_affinity_originals_done(&j);
         /* The process is gone. */
         assert_int_equal(tune_affinity_apply(ctx, &b, 4242, fake_choose, NULL, &j, &st), -ESRCH);
-        tune_affinity_journal_done(&j);
+        tune_affinity_originals_done(&j);
         /* The kernel backend on a fake tree: refused, the host's threads are not touched. */
         assert_int_equal(tune_affinity_apply(ctx, NULL, 100, fake_choose, NULL, &j, &st), -EOPNOTSUPP);
-        tune_affinity_journal_done(&j);
+        tune_affinity_originals_done(&j);
 
         /* A thread storm: every thread spawns another; the walk gives up. */
         for (unsigned i = 0; i < k.n; i++)
@@ -303,7 +303,7 @@ static void test_fake_vanishing_and_errors(void **state) {
         r = tune_affinity_apply(ctx, &b, 100, fake_choose, NULL, &j, &st);
         assert_int_equal(r, -EAGAIN);
         assert_int_equal(st.rounds, TUNE_AFFINITY_ROUNDS_MAX);
-        /* ...but every thread it changed is journaled, so restore still works. */
+        /* ...but every thread it changed is recorded, so restore still works. */
         assert_true(j.n >= TUNE_AFFINITY_ROUNDS_MAX);
         k.storm = false;
         st = (tune_affinity_stats) {};
@@ -311,7 +311,7 @@ static void test_fake_vanishing_and_errors(void **state) {
         for (unsigned i = 0; i < k.n; i++)
                 if (!k.dead[i])
                         assert_mask(&k.masks[i], "0-7");
-        tune_affinity_journal_done(&j);
+        tune_affinity_originals_done(&j);
         fake_kernel_done(&k);
 }
 
@@ -474,8 +474,8 @@ static void test_live_placement(void **state) {
         };
         tune_plan_params params = { .housekeeping_cpus_per_node = 0 };
         tune_plan_request req = { .rule = &rule };
-        tune_placement placement = {};
-        tune_affinity_journal j = {};
+        tune_plan placement = {};
+        tune_affinity_originals j = {};
         tune_affinity_stats st = {};
         const tune_cpuset *control, *compute;
         int cmd[2], rep[2];
@@ -488,14 +488,14 @@ static void test_live_placement(void **state) {
 
         /* The plan: node 0, control 1 CPU, compute 1 CPU. */
         assert_int_equal(tune_cpuset_add(&rule.unattributed_nodes, (unsigned) t->nodes[0].id), 0);
-        assert_int_equal(tune_plan(t, &params, &req, 1, &placement), 0);
-        assert_int_equal(placement.action, TUNE_PLACEMENT_PLACE);
+        assert_int_equal(tune_plan_compute(t, &params, &req, 1, &placement), 0);
+        assert_int_equal(placement.action, TUNE_PLAN_PLACE);
         control = &placement.role_cpus[TUNE_ROLE_CONTROL];
         compute = &placement.role_cpus[TUNE_ROLE_COMPUTE];
         assert_int_equal(tune_cpuset_count(control), 1);
         assert_int_equal(tune_cpuset_count(compute), 1);
         assert_false(tune_cpuset_overlaps(control, compute));
-        tune_thread_target target = { .placement = &placement, .rule = &rule };
+        tune_thread_target target = { .plan = &placement, .rule = &rule };
 
         assert_int_equal(pipe2(cmd, O_CLOEXEC), 0);
         assert_int_equal(pipe2(rep, O_CLOEXEC), 0);
@@ -547,7 +547,7 @@ static void test_live_placement(void **state) {
         assert_thread_on("work-late", compute);
         assert_int_equal(j.n, 7);
         /* The late threads' originals are the process's, not the mask they inherited. */
-        assert_true(tune_cpuset_equal(&tune_affinity_journal_find(&j, thread_by_name(child.pid, "work-late"))->original, &original));
+        assert_true(tune_cpuset_equal(&tune_affinity_originals_find(&j, thread_by_name(child.pid, "work-late"))->original, &original));
 
         /* No drift, until work-1 binds itself to the control CPU (OMP_PROC_BIND-like). */
         unsigned drifted;
@@ -595,8 +595,8 @@ static void test_live_placement(void **state) {
         assert_int_equal(write(child.cmd, "Q", 1), 1);
         waitpid(child.pid, NULL, 0);
         child.pid = -1;
-        tune_affinity_journal_done(&j);
-        tune_placement_done(&placement);
+        tune_affinity_originals_done(&j);
+        tune_plan_done(&placement);
         tune_cpuset_done(&rule.unattributed_nodes);
 }
 

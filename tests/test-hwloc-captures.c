@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* Real machines: run libtune's discovery on every sysfs capture of hwloc's test corpus
- * (../shared/fixtures/hwloc-linux/NAME.tar.bz2) and compare with what hwloc itself (the
- * library behind lstopo) reads from the same root:
+ * ($NPU_SHARED_DIR/fixtures/hwloc-linux/NAME.tar.bz2, set by tests/meson.build) and
+ * compare with what hwloc itself (the library behind lstopo) reads from the same root:
  *   - the set of NUMA node numbers, each node's CPUs and its memory size;
  *   - the online CPUs and the usable (cgroup-allowed) CPUs;
  *   - for every PCI function: its local CPUs (hwloc: the cpuset of the non-I/O object it

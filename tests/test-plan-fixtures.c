@@ -5,8 +5,8 @@
  * The generated Atlas 800I A2 has node 0 with 3.2 GiB free, node 2 with 2.8 GiB, but
  * their sibling dies (nodes 1 and 3, distance 12) have ~20 GiB: there the rule "nearest
  * node by distance with the minimum free" sends memory to the siblings, not to node 4 as
- * the seed did (its nodes 1 and 3 must have been short too: see the hand-built fixture in
- * test-plan.c, which reproduces the seed's outcome). */
+ * the reference deployment did (its nodes 1 and 3 must have been short too: see the hand-built fixture in
+ * test-plan.c, which reproduces the reference deployment's outcome). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -86,7 +86,7 @@ static void assert_set(const tune_cpuset *s, const char *want) {
         assert_string_equal(got, want);
 }
 
-static bool has_reason(const tune_placement *p, const char *needle) {
+static bool has_reason(const tune_plan *p, const char *needle) {
         for (unsigned i = 0; i < p->n_reasons; i++)
                 if (strstr(p->reasons[i], needle))
                         return true;
@@ -102,7 +102,7 @@ static void test_generated_atlas(void **state) {
         tune_plan_params params = { .housekeeping_cpus_per_node = 2 };
         const tune_accel *npu[4];
         tune_plan_request reqs[4];
-        tune_placement out[4] = {};
+        tune_plan out[4] = {};
         (void) state;
 
         fixture_load(&f, "atlas-800i-a2");
@@ -112,7 +112,7 @@ static void test_generated_atlas(void **state) {
                 assert_non_null(npu[i]);
                 reqs[i] = (tune_plan_request) { .key = (uint64_t) i, .rule = &rule, .accels = &npu[i], .n_accels = 1 };
         }
-        assert_int_equal(tune_plan(f.t, &params, reqs, 4, out), 0);
+        assert_int_equal(tune_plan_compute(f.t, &params, reqs, 4, out), 0);
         /* davinci0/1 on node 0 (CPUs 0-23), davinci2/3 on node 2 (48-71). */
         assert_set(&out[0].pool, "2-11");
         assert_set(&out[1].pool, "12-21");
@@ -129,7 +129,7 @@ static void test_generated_atlas(void **state) {
         assert_true(has_reason(&out[0], "memory: node 0 has 3.2 GiB free < 8.0 GiB minimum; nearest node with room "
                                         "by distance: node 1 (distance 12, 20.0 GiB free)"));
         for (int i = 0; i < 4; i++)
-                tune_placement_done(&out[i]);
+                tune_plan_done(&out[i]);
         fixture_done(&f);
 }
 
@@ -140,7 +140,7 @@ static void test_generated_unknown_node(void **state) {
         tune_plan_params params = { .housekeeping_cpus_per_node = 2 };
         const tune_accel *npu;
         tune_plan_request req = { .rule = &rule, .n_accels = 1 };
-        tune_placement out = {};
+        tune_plan out = {};
         (void) state;
 
         fixture_load(&f, "atlas-800i-a2-unknown-node");
@@ -149,19 +149,19 @@ static void test_generated_unknown_node(void **state) {
         assert_string_equal(npu->pci, "0000:c2:00.0");
         assert_int_equal(npu->numa_node, -1);
         req.accels = &npu;
-        assert_int_equal(tune_plan(f.t, &params, &req, 1, &out), 0);
-        assert_int_equal(out.action, TUNE_PLACEMENT_REFUSE);
+        assert_int_equal(tune_plan_compute(f.t, &params, &req, 1, &out), 0);
+        assert_int_equal(out.action, TUNE_PLAN_REFUSE);
         assert_true(has_reason(&out, "firmware reports no NUMA node and the policy has no node override for 0000:c2:00.0"));
-        tune_placement_done(&out);
+        tune_plan_done(&out);
 
         assert_int_equal(tune_accels_override_node(&f.accels, f.t, "0000:c2:00.0", 0), 0);
         npu = tune_accels_find(&f.accels, "ascend", 1);
         req.accels = &npu;
-        assert_int_equal(tune_plan(f.t, &params, &req, 1, &out), 0);
-        assert_int_equal(out.action, TUNE_PLACEMENT_PLACE);
+        assert_int_equal(tune_plan_compute(f.t, &params, &req, 1, &out), 0);
+        assert_int_equal(out.action, TUNE_PLAN_PLACE);
         assert_set(&out.pool, "2-11");
         assert_true(has_reason(&out, "NUMA node 0 (set by the policy's node override)"));
-        tune_placement_done(&out);
+        tune_plan_done(&out);
         fixture_done(&f);
 }
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* The placement plan on hand-built topologies: the Atlas 800I A2 of the seed, plus
+/* The placement plan on hand-built topologies: the Atlas 800I A2 of the reference deployment, plus
  * smaller machines for edge cases. Pure: no sysfs, no processes. */
 #include <errno.h>
 #include <setjmp.h>
@@ -21,7 +21,7 @@ static char compute_g0[] = "omp-*", compute_g1[] = "work-*", acl_glob[] = "acl_t
 static char *control_globs[] = { control_g0, control_g1, control_g2, NULL };
 static char *compute_globs[] = { compute_g0, compute_g1, NULL };
 
-/* A rule as the seed would write it: control threads by name + the main thread, compute
+/* A rule as the reference deployment would write it: control threads by name + the main thread, compute
  * threads by name, memory to a node with min_free_gib free. */
 static tune_policy_rule make_rule(unsigned control_cpus, unsigned compute_cpus, uint64_t min_free_kib) {
         return (tune_policy_rule) {
@@ -42,20 +42,20 @@ static void assert_set(const tune_cpuset *s, const char *want) {
         assert_string_equal(got, want);
 }
 
-static void print_reasons(const tune_placement *p) {
-        fprintf(stderr, "placement (%s):\n", tune_placement_action_to_string(p->action));
+static void print_reasons(const tune_plan *p) {
+        fprintf(stderr, "placement (%s):\n", tune_plan_action_to_string(p->action));
         for (unsigned i = 0; i < p->n_reasons; i++)
                 fprintf(stderr, "  %s\n", p->reasons[i]);
 }
 
-static bool has_reason(const tune_placement *p, const char *needle) {
+static bool has_reason(const tune_plan *p, const char *needle) {
         for (unsigned i = 0; i < p->n_reasons; i++)
                 if (strstr(p->reasons[i], needle))
                         return true;
         return false;
 }
 
-static void assert_reason(const tune_placement *p, const char *needle) {
+static void assert_reason(const tune_plan *p, const char *needle) {
         if (!has_reason(p, needle)) {
                 fprintf(stderr, "no reason contains \"%s\"\n", needle);
                 print_reasons(p);
@@ -63,14 +63,14 @@ static void assert_reason(const tune_placement *p, const char *needle) {
         assert_true(has_reason(p, needle));
 }
 
-static void placements_done(tune_placement *p, unsigned n) {
+static void placements_done(tune_plan *p, unsigned n) {
         for (unsigned i = 0; i < n; i++)
-                tune_placement_done(&p[i]);
+                tune_plan_done(&p[i]);
 }
 
 /* Invariants every plan must keep, whatever the input. */
 static void assert_invariants(const tune_topology *t, const tune_plan_params *params,
-                              const tune_placement *p, unsigned n) {
+                              const tune_plan *p, unsigned n) {
         _cleanup_cpuset_ tune_cpuset available = {};
 
         for (unsigned i = 0; i < t->n_nodes; i++) {
@@ -79,7 +79,7 @@ static void assert_invariants(const tune_topology *t, const tune_plan_params *pa
                 assert_int_equal(tune_cpuset_or(&available, &a), 0);
         }
         for (unsigned k = 0; k < n; k++) {
-                if (p[k].action != TUNE_PLACEMENT_PLACE) {
+                if (p[k].action != TUNE_PLAN_PLACE) {
                         assert_true(tune_cpuset_is_empty(&p[k].pool));
                         continue;
                 }
@@ -95,7 +95,7 @@ static void assert_invariants(const tune_topology *t, const tune_plan_params *pa
                 if (p[k].cpus_wanted > 0)
                         assert_true(tune_cpuset_count(&p[k].pool) <= p[k].cpus_wanted);
                 for (unsigned j = 0; j < k; j++)
-                        if (p[j].action == TUNE_PLACEMENT_PLACE && !p[j].shared)
+                        if (p[j].action == TUNE_PLAN_PLACE && !p[j].shared)
                                 assert_false(tune_cpuset_overlaps(&p[k].pool, &p[j].pool));
         }
 }
@@ -109,7 +109,7 @@ static void test_atlas_four_processes(void **state) {
         tune_accel npus[4];
         const tune_accel *ptr[4];
         tune_plan_request reqs[4];
-        tune_placement out[4] = {};
+        tune_plan out[4] = {};
         (void) state;
 
         fake_atlas_npus(npus);
@@ -117,10 +117,10 @@ static void test_atlas_four_processes(void **state) {
                 ptr[k] = &npus[k];
                 reqs[k] = (tune_plan_request) { .key = k, .rule = &rule, .accels = &ptr[k], .n_accels = 1 };
         }
-        assert_int_equal(tune_plan(t, &params, reqs, 4, out), 0);
+        assert_int_equal(tune_plan_compute(t, &params, reqs, 4, out), 0);
         for (unsigned k = 0; k < 4; k++) {
                 const tune_node *node = tune_topology_node(t, npus[k].numa_node);
-                assert_int_equal(out[k].action, TUNE_PLACEMENT_PLACE);
+                assert_int_equal(out[k].action, TUNE_PLAN_PLACE);
                 assert_int_equal(tune_cpuset_count(&out[k].pool), 10);
                 assert_true(tune_cpuset_is_subset(&out[k].pool, &node->cpus));
                 assert_int_equal(tune_cpuset_count(&out[k].role_cpus[TUNE_ROLE_CONTROL]), 2);
@@ -144,7 +144,7 @@ static void test_atlas_four_processes(void **state) {
         assert_reason(&out[0], "accelerator ascend 0 (0000:c1:00.0): NUMA node 0");
         assert_reason(&out[0], "node 0: 24 usable CPU(s), 22 after 2 housekeeping CPU(s), shared by 2 managed process(es)");
         assert_reason(&out[0], "wants 10 CPUs (control 2 + compute 8); got 10: 2-11");
-        /* Memory: the seed's outcome, NUMA4 for the node-0 NPUs and NUMA6 for node 2's. */
+        /* Memory: the reference deployment's outcome, NUMA4 for the node-0 NPUs and NUMA6 for node 2's. */
         assert_set(&out[0].mem_nodes, "4");
         assert_set(&out[1].mem_nodes, "4");
         assert_set(&out[2].mem_nodes, "6");
@@ -152,18 +152,18 @@ static void test_atlas_four_processes(void **state) {
         placements_done(out, 4);
 }
 
-/* The seed's memory case. NPU0 sits on node 0 with 3.2 GiB free; the rule wants 8 GiB.
+/* The reference deployment's memory case. NPU0 sits on node 0 with 3.2 GiB free; the rule wants 8 GiB.
  * Nearest first: node 1 (distance 12) has only 4.0 GiB, nodes 2 and 3 (distance 20) have
  * 2.8 and 5.0 GiB, so the nearest node with 8 GiB is node 4 (distance 28, 28 GiB free) -
- * where the seed moved the memory by hand. With a lower minimum the nearer nodes win,
+ * where the reference deployment moved the memory by hand. With a lower minimum the nearer nodes win,
  * which shows it is the distance order, not "the node with most free memory". */
-static void test_seed_memory_case(void **state) {
+static void test_reference_memory_case(void **state) {
         _cleanup_(tune_topology_freep) tune_topology *t = fake_atlas_800i_a2();
         tune_plan_params params = { .housekeeping_cpus_per_node = 2 };
         tune_accel npus[4];
         const tune_accel *ptr;
         struct { uint64_t min_free_kib; const char *want; } cases[] = {
-                { 8 * GIB_KIB, "4" },       /* the seed */
+                { 8 * GIB_KIB, "4" },       /* the reference deployment */
                 { 4 * GIB_KIB, "1" },       /* node 1 has exactly 4.0 GiB: enough */
                 { 3 * GIB_KIB, "0" },       /* node 0 itself has 3.2 GiB */
                 { 25 * GIB_KIB, "4" },      /* only node 4 has 28 GiB */
@@ -176,10 +176,10 @@ static void test_seed_memory_case(void **state) {
         for (unsigned i = 0; i < ELEMENTSOF(cases); i++) {
                 tune_policy_rule rule = make_rule(2, 8, cases[i].min_free_kib);
                 tune_plan_request req = { .rule = &rule, .accels = &ptr, .n_accels = 1 };
-                tune_placement out = {};
+                tune_plan out = {};
 
-                assert_int_equal(tune_plan(t, &params, &req, 1, &out), 0);
-                assert_int_equal(out.action, TUNE_PLACEMENT_PLACE);
+                assert_int_equal(tune_plan_compute(t, &params, &req, 1, &out), 0);
+                assert_int_equal(out.action, TUNE_PLAN_PLACE);
                 assert_set(&out.mem_nodes, cases[i].want);
                 assert_true(out.memory_decided);
                 if (i == 0) {
@@ -191,7 +191,7 @@ static void test_seed_memory_case(void **state) {
                         /* CPUs stay next to the NPU: only memory moves away. */
                         assert_set(&out.pool, "2-11");
                 }
-                tune_placement_done(&out);
+                tune_plan_done(&out);
         }
 
         /* An accelerator's own memory exposed as a node (NVIDIA GPU memory on POWER9 or
@@ -199,31 +199,31 @@ static void test_seed_memory_case(void **state) {
         {
                 tune_policy_rule rule = make_rule(2, 8, 4 * GIB_KIB);
                 tune_plan_request req = { .rule = &rule, .accels = &ptr, .n_accels = 1 };
-                tune_placement out = {};
+                tune_plan out = {};
 
                 t->nodes[1].accelerator_memory = true;
-                assert_int_equal(tune_plan(t, &params, &req, 1, &out), 0);
+                assert_int_equal(tune_plan_compute(t, &params, &req, 1, &out), 0);
                 assert_set(&out.mem_nodes, "3");
                 t->nodes[1].accelerator_memory = false;
-                tune_placement_done(&out);
+                tune_plan_done(&out);
         }
 
         /* No node has the minimum: memory is left alone and the plan says so. */
         tune_policy_rule rule = make_rule(2, 8, 64 * GIB_KIB);
         tune_plan_request req = { .rule = &rule, .accels = &ptr, .n_accels = 1 };
-        tune_placement out = {};
-        assert_int_equal(tune_plan(t, &params, &req, 1, &out), 0);
+        tune_plan out = {};
+        assert_int_equal(tune_plan_compute(t, &params, &req, 1, &out), 0);
         assert_true(tune_cpuset_is_empty(&out.mem_nodes));
         assert_reason(&out, "memory: node 0 has 3.2 GiB free < 64.0 GiB minimum; no node has 64.0 GiB free: memory left where it is");
-        tune_placement_done(&out);
+        tune_plan_done(&out);
 
         /* A rule that does not move memory says so. */
         rule = make_rule(2, 8, 0);
         rule.memory_migrate = false;
-        assert_int_equal(tune_plan(t, &params, &req, 1, &out), 0);
+        assert_int_equal(tune_plan_compute(t, &params, &req, 1, &out), 0);
         assert_true(tune_cpuset_is_empty(&out.mem_nodes));
         assert_reason(&out, "the rule does not move memory");
-        tune_placement_done(&out);
+        tune_plan_done(&out);
 }
 
 /* Firmware reported no node (numa_node -1) for an NPU on a multi-node host. */
@@ -237,33 +237,33 @@ static void test_unknown_accelerator_node(void **state) {
         tune_accel known = fake_accel("ascend", 2, "0000:81:00.0", 2);
         const tune_accel *ptr[2] = { &unknown };
         tune_plan_request req = { .rule = &rule, .accels = ptr, .n_accels = 1 };
-        tune_placement out = {};
+        tune_plan out = {};
         (void) state;
 
         /* 1. No override: a clear refusal that names the device and the fix. */
-        assert_int_equal(tune_plan(t, &params, &req, 1, &out), 0);
-        assert_int_equal(out.action, TUNE_PLACEMENT_REFUSE);
+        assert_int_equal(tune_plan_compute(t, &params, &req, 1, &out), 0);
+        assert_int_equal(out.action, TUNE_PLAN_REFUSE);
         assert_true(tune_cpuset_is_empty(&out.pool));
         assert_reason(&out, "accelerator ascend 5 (0000:c5:00.0): firmware reports no NUMA node and the policy has no node override for 0000:c5:00.0");
         assert_reason(&out, "not placed: none of its accelerators has a known NUMA node");
-        tune_placement_done(&out);
+        tune_plan_done(&out);
 
         /* 2. A node the host does not have: same refusal. */
         ptr[0] = &bogus;
-        assert_int_equal(tune_plan(t, &params, &req, 1, &out), 0);
-        assert_int_equal(out.action, TUNE_PLACEMENT_REFUSE);
+        assert_int_equal(tune_plan_compute(t, &params, &req, 1, &out), 0);
+        assert_int_equal(out.action, TUNE_PLAN_REFUSE);
         assert_reason(&out, "firmware reports NUMA node 9, which this host does not have");
-        tune_placement_done(&out);
+        tune_plan_done(&out);
 
         /* 3. The policy's override (tune_accels_override_node() already applied it). */
         unknown.numa_node = 4;
         unknown.numa_node_overridden = true;
         ptr[0] = &unknown;
-        assert_int_equal(tune_plan(t, &params, &req, 1, &out), 0);
-        assert_int_equal(out.action, TUNE_PLACEMENT_PLACE);
+        assert_int_equal(tune_plan_compute(t, &params, &req, 1, &out), 0);
+        assert_int_equal(out.action, TUNE_PLAN_PLACE);
         assert_set(&out.pool, "98-107");
         assert_reason(&out, "accelerator ascend 5 (0000:c5:00.0): NUMA node 4 (set by the policy's node override)");
-        tune_placement_done(&out);
+        tune_plan_done(&out);
 
         /* 4. One known, one unknown: placed by the known one, and said so. */
         unknown.numa_node = -1;
@@ -271,24 +271,24 @@ static void test_unknown_accelerator_node(void **state) {
         ptr[0] = &unknown;
         ptr[1] = &known;
         req.n_accels = 2;
-        assert_int_equal(tune_plan(t, &params, &req, 1, &out), 0);
-        assert_int_equal(out.action, TUNE_PLACEMENT_PLACE);
+        assert_int_equal(tune_plan_compute(t, &params, &req, 1, &out), 0);
+        assert_int_equal(out.action, TUNE_PLAN_PLACE);
         assert_set(&out.home_nodes, "2");
         assert_set(&out.pool, "50-59");
         assert_reason(&out, "placed by the 1 accelerator(s) with a known node; 1 with an unknown node ignored");
-        tune_placement_done(&out);
+        tune_plan_done(&out);
 
         /* 5. A one-node host (this dev machine: numa_node is -1 there): it is node 0. */
         params.housekeeping_cpus_per_node = 0;
         rule = make_rule(1, 1, 0);
         req.n_accels = 1;
-        assert_int_equal(tune_plan(one, &params, &req, 1, &out), 0);
-        assert_int_equal(out.action, TUNE_PLACEMENT_PLACE);
+        assert_int_equal(tune_plan_compute(one, &params, &req, 1, &out), 0);
+        assert_int_equal(out.action, TUNE_PLAN_PLACE);
         assert_set(&out.pool, "0-1");
         assert_set(&out.role_cpus[TUNE_ROLE_CONTROL], "0");
         assert_set(&out.role_cpus[TUNE_ROLE_COMPUTE], "1");
         assert_reason(&out, "this host has only node 0, so it is that one");
-        tune_placement_done(&out);
+        tune_plan_done(&out);
 }
 
 /* A node with too few CPUs: the process borrows from the nearest node by distance, the
@@ -305,14 +305,14 @@ static void test_too_few_cpus(void **state) {
                 { .key = 0, .rule = &rule, .accels = &p0, .n_accels = 1 },
                 { .key = 1, .rule = &rule, .accels = &p1, .n_accels = 1 },
         };
-        tune_placement out[2] = {};
+        tune_plan out[2] = {};
         (void) state;
 
         /* 24 wanted, node 0 has 22 after housekeeping: 2 from node 1 (distance 12; its
          * CPUs 24-25 are housekeeping). */
-        assert_int_equal(tune_plan(t, &params, reqs, 1, out), 0);
+        assert_int_equal(tune_plan_compute(t, &params, reqs, 1, out), 0);
         print_reasons(&out[0]);
-        assert_int_equal(out[0].action, TUNE_PLACEMENT_PLACE);
+        assert_int_equal(out[0].action, TUNE_PLAN_PLACE);
         assert_set(&out[0].pool, "2-23,26-27");
         assert_set(&out[0].borrowed_nodes, "1");
         assert_set(&out[0].role_cpus[TUNE_ROLE_COMPUTE], "4-23");
@@ -322,7 +322,7 @@ static void test_too_few_cpus(void **state) {
 
         /* Node 1 gets its own process: it is served first, both borrow from node 2 (the
          * next by distance from either, lower id on the tie with node 3). */
-        assert_int_equal(tune_plan(t, &params, reqs, 2, out), 0);
+        assert_int_equal(tune_plan_compute(t, &params, reqs, 2, out), 0);
         assert_set(&out[0].pool, "2-23,50-51");
         assert_set(&out[1].pool, "26-47,52-53");
         assert_set(&out[0].borrowed_nodes, "2");
@@ -336,34 +336,34 @@ static void test_too_few_cpus(void **state) {
         _cleanup_(tune_topology_freep) tune_topology *small = fake_topology_new(1, 4, NULL, NULL, 8 * GIB_KIB);
         tune_policy_rule two = make_rule(1, 1, 0);
         tune_plan_request five[5];
-        tune_placement o5[5] = {};
+        tune_plan o5[5] = {};
         for (unsigned k = 0; k < 5; k++)
                 five[k] = (tune_plan_request) { .key = k, .rule = &two, .accels = &p0, .n_accels = 1 };
         params.housekeeping_cpus_per_node = 0;
-        assert_int_equal(tune_plan(small, &params, five, 2, o5), 0);
+        assert_int_equal(tune_plan_compute(small, &params, five, 2, o5), 0);
         assert_set(&o5[0].pool, "0-1");
         assert_set(&o5[1].pool, "2-3");
         placements_done(o5, 2);
-        assert_int_equal(tune_plan(small, &params, five, 3, o5), 0);
+        assert_int_equal(tune_plan_compute(small, &params, five, 3, o5), 0);
         assert_set(&o5[0].pool, "0-1");
         assert_set(&o5[1].pool, "2");
         assert_set(&o5[2].pool, "3");
         assert_reason(&o5[1], "short of 1 CPU(s): no node had spare CPUs left");
         assert_reason(&o5[1], "one CPU cannot be split by role: every thread gets the whole pool 2");
         placements_done(o5, 3);
-        assert_int_equal(tune_plan(small, &params, five, 5, o5), 0);
+        assert_int_equal(tune_plan_compute(small, &params, five, 5, o5), 0);
         for (unsigned k = 0; k < 4; k++)
                 assert_int_equal(tune_cpuset_count(&o5[k].pool), 1);
-        assert_int_equal(o5[4].action, TUNE_PLACEMENT_REFUSE);
+        assert_int_equal(o5[4].action, TUNE_PLAN_REFUSE);
         assert_reason(&o5[4], "not placed: no node has a free CPU left for it");
         assert_invariants(small, &params, o5, 5);
         placements_done(o5, 5);
 
         /* Not enough for both roles' sizes: the roles are scaled to the pool. */
-        tune_placement o1 = {};
+        tune_plan o1 = {};
         tune_policy_rule big = make_rule(2, 6, 0);
         five[0].rule = &big;
-        assert_int_equal(tune_plan(small, &params, five, 1, &o1), 0);
+        assert_int_equal(tune_plan_compute(small, &params, five, 1, &o1), 0);
         assert_set(&o1.pool, "0-3");
         assert_set(&o1.role_cpus[TUNE_ROLE_CONTROL], "0");
         assert_set(&o1.role_cpus[TUNE_ROLE_COMPUTE], "1-3");
@@ -379,16 +379,16 @@ static void test_spanning_two_nodes(void **state) {
         tune_plan_params params = { .housekeeping_cpus_per_node = 2 };
         tune_accel npus[4];
         const tune_accel *ptr[2];
-        tune_placement out = {};
+        tune_plan out = {};
         (void) state;
 
         fake_atlas_npus(npus);
         ptr[0] = &npus[0];
         ptr[1] = &npus[2];
         tune_plan_request req = { .rule = &rule, .accels = ptr, .n_accels = 2 };
-        assert_int_equal(tune_plan(t, &params, &req, 1, &out), 0);
+        assert_int_equal(tune_plan_compute(t, &params, &req, 1, &out), 0);
         print_reasons(&out);
-        assert_int_equal(out.action, TUNE_PLACEMENT_PLACE);
+        assert_int_equal(out.action, TUNE_PLAN_PLACE);
         assert_set(&out.home_nodes, "0,2");
         assert_set(&out.pool, "2-6,50-54");
         assert_set(&out.role_cpus[TUNE_ROLE_CONTROL], "2-3");
@@ -396,11 +396,11 @@ static void test_spanning_two_nodes(void **state) {
         assert_true(tune_cpuset_is_empty(&out.borrowed_nodes));
         /* Each home node's memory choice: 0 -> 4, 2 -> 6. */
         assert_set(&out.mem_nodes, "4,6");
-        assert_int_equal(tune_placement_memory_target(&out), 4);
+        assert_int_equal(tune_plan_memory_target(&out), 4);
         assert_reason(&out, "memory: node 2 has 2.8 GiB free < 8.0 GiB minimum; nearest node with room by distance: "
                       "node 6 (distance 28, 20.0 GiB free); nearer nodes without room: node 3 (distance 12, 5.0 GiB), "
                       "node 0 (distance 20, 3.2 GiB), node 1 (distance 20, 4.0 GiB)");
-        tune_placement_done(&out);
+        tune_plan_done(&out);
 
         /* Node 0 is crowded: two processes homed there want 11 each, the spanning one 20
          * (10 per node). Round-robin on node 0's 22 CPUs gives 8, 7 and 7; the spanning
@@ -413,8 +413,8 @@ static void test_spanning_two_nodes(void **state) {
                 { .key = 2, .rule = &big, .accels = &p0, .n_accels = 1 },
                 { .key = 3, .rule = &wide, .accels = ptr, .n_accels = 2 },
         };
-        tune_placement o[3] = {};
-        assert_int_equal(tune_plan(t, &params, reqs, 3, o), 0);
+        tune_plan o[3] = {};
+        assert_int_equal(tune_plan_compute(t, &params, reqs, 3, o), 0);
         print_reasons(&o[2]);
         assert_set(&o[0].pool, "2-9,26-28");  /* 24-25: node 1's housekeeping */
         assert_set(&o[1].pool, "10-16,29-32");
@@ -438,7 +438,7 @@ static void test_placer_fair_split(void **state) {
         tune_plan_params params = { .housekeeping_cpus_per_node = 2 };
         tune_accel npus[4];
         tune_keys changed = {};
-        const tune_placement *a, *b;
+        const tune_plan *a, *b;
         (void) state;
 
         fake_atlas_npus(npus);
@@ -508,35 +508,35 @@ static void test_unattributed(void **state) {
         tune_policy_rule rule = make_rule(2, 4, 0);
         tune_plan_params params = { .housekeeping_cpus_per_node = 2 };
         tune_plan_request req = { .rule = &rule };
-        tune_placement out = {};
+        tune_plan out = {};
         (void) state;
 
         rule.unattributed = TUNE_UNATTRIBUTED_LEAVE;
-        assert_int_equal(tune_plan(t, &params, &req, 1, &out), 0);
-        assert_int_equal(out.action, TUNE_PLACEMENT_LEAVE);
+        assert_int_equal(tune_plan_compute(t, &params, &req, 1, &out), 0);
+        assert_int_equal(out.action, TUNE_PLAN_LEAVE);
         assert_reason(&out, "the rule leaves such processes alone");
-        tune_placement_done(&out);
+        tune_plan_done(&out);
 
         rule.unattributed = TUNE_UNATTRIBUTED_PLACE;
-        assert_int_equal(tune_plan(t, &params, &req, 1, &out), 0);
-        assert_int_equal(out.action, TUNE_PLACEMENT_REFUSE);
+        assert_int_equal(tune_plan_compute(t, &params, &req, 1, &out), 0);
+        assert_int_equal(out.action, TUNE_PLAN_REFUSE);
         assert_reason(&out, "names neither unattributed_cpus nor unattributed_nodes");
-        tune_placement_done(&out);
+        tune_plan_done(&out);
 
         assert_int_equal(tune_cpuset_add(&rule.unattributed_nodes, 5), 0);
-        assert_int_equal(tune_plan(t, &params, &req, 1, &out), 0);
-        assert_int_equal(out.action, TUNE_PLACEMENT_PLACE);
+        assert_int_equal(tune_plan_compute(t, &params, &req, 1, &out), 0);
+        assert_int_equal(out.action, TUNE_PLAN_PLACE);
         assert_set(&out.pool, "122-127");
         assert_false(out.shared);
-        tune_placement_done(&out);
+        tune_plan_done(&out);
         tune_cpuset_done(&rule.unattributed_nodes);
 
         /* Explicit CPUs: used as given (minus offline ones), not exclusive. */
         assert_int_equal(tune_cpuset_parse_list(&rule.unattributed_cpus, "0-3,500"), 0);
         tune_plan_request two[2] = { { .key = 1, .rule = &rule }, { .key = 2, .rule = &rule } };
-        tune_placement o[2] = {};
-        assert_int_equal(tune_plan(t, &params, two, 2, o), 0);
-        assert_int_equal(o[0].action, TUNE_PLACEMENT_PLACE);
+        tune_plan o[2] = {};
+        assert_int_equal(tune_plan_compute(t, &params, two, 2, o), 0);
+        assert_int_equal(o[0].action, TUNE_PLAN_PLACE);
         assert_true(o[0].shared);
         assert_set(&o[0].pool, "0-3");
         assert_set(&o[1].pool, "0-3");
@@ -553,11 +553,11 @@ static void test_unattributed(void **state) {
         rule.unattributed = TUNE_UNATTRIBUTED_LEAVE;
         req.accels = &ptr;
         req.n_accels = 1;
-        assert_int_equal(tune_plan(t, &params, &req, 1, &out), 0);
-        assert_int_equal(out.action, TUNE_PLACEMENT_LEAVE);
-        tune_placement_done(&out);
+        assert_int_equal(tune_plan_compute(t, &params, &req, 1, &out), 0);
+        assert_int_equal(out.action, TUNE_PLAN_LEAVE);
+        tune_plan_done(&out);
 
-        assert_int_equal(tune_plan(t, &params, (tune_plan_request[]) { { .rule = NULL } }, 1, &out), -EINVAL);
+        assert_int_equal(tune_plan_compute(t, &params, (tune_plan_request[]) { { .rule = NULL } }, 1, &out), -EINVAL);
 }
 
 static void test_thread_classify(void **state) {
@@ -607,19 +607,19 @@ static void test_thread_cpus(void **state) {
         tune_accel npu = fake_accel("ascend", 0, "0000:c1:00.0", 0);
         const tune_accel *ptr = &npu;
         tune_plan_request req = { .rule = &rule, .accels = &ptr, .n_accels = 1 };
-        tune_placement out = {};
+        tune_plan out = {};
         tune_role role;
         (void) state;
 
-        assert_int_equal(tune_plan(t, &params, &req, 1, &out), 0);
-        assert_set(tune_placement_thread_cpus(&out, &rule, 7, 7, "python3", &role), "2-3");
+        assert_int_equal(tune_plan_compute(t, &params, &req, 1, &out), 0);
+        assert_set(tune_plan_thread_cpus(&out, &rule, 7, 7, "python3", &role), "2-3");
         assert_int_equal(role, TUNE_ROLE_CONTROL);
-        assert_set(tune_placement_thread_cpus(&out, &rule, 7, 8, "omp-1", &role), "4-11");
-        assert_set(tune_placement_thread_cpus(&out, &rule, 7, 9, "other", &role), "2-11");
+        assert_set(tune_plan_thread_cpus(&out, &rule, 7, 8, "omp-1", &role), "4-11");
+        assert_set(tune_plan_thread_cpus(&out, &rule, 7, 9, "other", &role), "2-11");
         assert_int_equal(role, TUNE_ROLE_OTHER);
-        out.action = TUNE_PLACEMENT_LEAVE;
-        assert_null(tune_placement_thread_cpus(&out, &rule, 7, 9, "other", NULL));
-        tune_placement_done(&out);
+        out.action = TUNE_PLAN_LEAVE;
+        assert_null(tune_plan_thread_cpus(&out, &rule, 7, 9, "other", NULL));
+        tune_plan_done(&out);
 }
 
 /* Odd machines: an accelerator on a node without CPUs (memory-only, e.g. CXL), and a
@@ -634,31 +634,31 @@ static void test_cpuless_node_and_no_distances(void **state) {
         tune_accel a = fake_accel("accel", 0, "0000:01:00.0", 1);
         const tune_accel *ptr = &a;
         tune_plan_request req = { .rule = &rule, .accels = &ptr, .n_accels = 1 };
-        tune_placement out = {};
+        tune_plan out = {};
         (void) state;
 
         /* Node 1 has memory but no CPUs: all 3 CPUs come from node 2 (distance 15, nearer
          * than node 0 at 20); memory stays on node 1, which has room. */
         tune_cpuset_clear(&t->nodes[1].cpus);
-        assert_int_equal(tune_plan(t, &params, &req, 1, &out), 0);
+        assert_int_equal(tune_plan_compute(t, &params, &req, 1, &out), 0);
         print_reasons(&out);
-        assert_int_equal(out.action, TUNE_PLACEMENT_PLACE);
+        assert_int_equal(out.action, TUNE_PLAN_PLACE);
         assert_set(&out.pool, "8-10");
         assert_set(&out.borrowed_nodes, "2");
         assert_set(&out.mem_nodes, "1");
         assert_reason(&out, "node 1: 0 usable CPU(s)");
         assert_reason(&out, "its home node(s) had 0 free CPU(s) of 3 wanted: borrowed 3 from node 2 (distance 15)");
-        tune_placement_done(&out);
+        tune_plan_done(&out);
 
         /* No distance table: node 0 is short of memory; a node with room is still found,
          * and the plan says it could not go by distance. */
         a.numa_node = 0;
-        assert_int_equal(tune_plan(nod, &params, &req, 1, &out), 0);
+        assert_int_equal(tune_plan_compute(nod, &params, &req, 1, &out), 0);
         print_reasons(&out);
         assert_set(&out.pool, "0-2");
         assert_set(&out.mem_nodes, "1");
         assert_reason(&out, "memory: node 0 has 1.0 GiB free < 4.0 GiB minimum; no distance table: node 1, which has room (16.0 GiB free)");
-        tune_placement_done(&out);
+        tune_plan_done(&out);
 }
 
 static void test_placement_json(void **state) {
@@ -668,12 +668,12 @@ static void test_placement_json(void **state) {
         tune_accel npu = fake_accel("ascend", 0, "0000:c1:00.0", 0);
         const tune_accel *ptr = &npu;
         tune_plan_request req = { .rule = &rule, .accels = &ptr, .n_accels = 1 };
-        tune_placement out = {};
+        tune_plan out = {};
         json_object *o = NULL, *v, *roles;
         (void) state;
 
-        assert_int_equal(tune_plan(t, &params, &req, 1, &out), 0);
-        assert_int_equal(tune_placement_to_json(&out, &o), 0);
+        assert_int_equal(tune_plan_compute(t, &params, &req, 1, &out), 0);
+        assert_int_equal(tune_plan_to_json(&out, &o), 0);
         assert_true(json_object_object_get_ex(o, "action", &v));
         assert_string_equal(json_object_get_string(v), "place");
         assert_true(json_object_object_get_ex(o, "pool", &v));
@@ -689,7 +689,7 @@ static void test_placement_json(void **state) {
         assert_int_equal(json_object_array_length(v), out.n_reasons);
         assert_string_equal(json_object_get_string(json_object_array_get_idx(v, 0)), out.reasons[0]);
         json_object_put(o);
-        tune_placement_done(&out);
+        tune_plan_done(&out);
 }
 
 /* Random arrivals and exits on the Atlas: the invariants hold after every step. */
@@ -724,7 +724,7 @@ static void test_placer_random(void **state) {
                 tune_keys_done(&changed);
                 assert_int_equal(tune_placer_count(p), n_live);
 
-                tune_placement all[64];
+                tune_plan all[64];
                 for (unsigned i = 0; i < n_live; i++)
                         all[i] = *tune_placer_get(p, live[i]);
                 assert_invariants(t, &params, all, n_live);
@@ -734,7 +734,7 @@ static void test_placer_random(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_atlas_four_processes),
-                cmocka_unit_test(test_seed_memory_case),
+                cmocka_unit_test(test_reference_memory_case),
                 cmocka_unit_test(test_unknown_accelerator_node),
                 cmocka_unit_test(test_too_few_cpus),
                 cmocka_unit_test(test_spanning_two_nodes),

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # npu-tuned --print-topology --json on the generated machines (tests/fixtures/gen-fakeroot.py):
 # every node, CPU set and accelerator must match the machine as designed (the generator's
-# manifest), plus the facts the issue states outright (Atlas NPUs on nodes 0,0,2,2; the
-# seed's free memory; an NPU whose firmware says -1 is reported as null, never node 0).
+# manifest), plus the facts stated outright (Atlas NPUs on nodes 0,0,2,2; the reference
+# deployment's free memory; an NPU whose firmware says -1 is reported as null, never node 0).
 set -euo pipefail
 src=${NPU_SOURCE_ROOT:?}
 bin=${NPU_BUILD_ROOT:?}/daemon/npu-tuned
@@ -60,7 +60,7 @@ if name.startswith("atlas"):
     want_nodes = [0, None, 2, 2] if name == "atlas-unknown" else [0, 0, 2, 2]
     if [by_index[i]["numa_node"] for i in range(4)] != want_nodes:
         fail(f"NPU nodes {[by_index[i]['numa_node'] for i in range(4)]} != {want_nodes}")
-    if nodes[0]["mem_free_kib"] != 3355443 or nodes[4]["mem_free_kib"] != 29360128: fail("seed free memory")
+    if nodes[0]["mem_free_kib"] != 3355443 or nodes[4]["mem_free_kib"] != 29360128: fail("reference free memory")
     if name == "atlas-unknown" and cpus(by_index[1]["local_cpus"]) != online: fail("unknown-node NPU must report all online CPUs")
 if name == "hgx":
     gpus = sorted(j["accelerators"], key=lambda a: a["index"])

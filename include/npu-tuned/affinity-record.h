@@ -12,7 +12,7 @@
  *    "threads":[{"tid":1234,"original":"0-1","applied":"0"},...]}
  *
  * start_time is /proc/PID/stat field 22: with pid, the process's identity (a record never
- * applies to a process that merely reuses the pid). Threads as tune_affinity_journal
+ * applies to a process that merely reuses the pid). Threads as tune_affinity_originals
  * holds them; a thread missing from the record that has one of the applied sets inherited
  * it and gets the process's original (tune_affinity_restore()). A record that does not
  * parse is -EBADMSG, one from a newer version -EPROTONOSUPPORT. */
@@ -31,12 +31,12 @@
 typedef struct tune_affinity_record {
         char *boot_id;                 /* "" unknown */
         bool restore_on_stop;          /* the rule's, when written */
-        tune_affinity_journal journal; /* pid, start_time, threads (sorted by tid) */
+        tune_affinity_originals originals; /* pid, start_time, threads (sorted by tid) */
 } tune_affinity_record;
 
 void tune_affinity_record_done(tune_affinity_record *rec);
-/* Deep copy of a journal (into a zeroed or done *dst). */
-int tune_affinity_journal_copy(tune_affinity_journal *dst, const tune_affinity_journal *src);
+/* Deep copy of the originals (into a zeroed or done *dst). */
+int tune_affinity_originals_copy(tune_affinity_originals *dst, const tune_affinity_originals *src);
 
 /* Text form (pure). */
 int tune_affinity_record_format(const tune_affinity_record *rec, char **ret);

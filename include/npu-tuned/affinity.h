@@ -4,15 +4,15 @@
 /* Apply CPU sets to the threads of a live process, and give them back.
  *
  * tune_affinity_apply() walks /proc/PID/task (through the root resolver), asks a chooser
- * which CPUs each thread gets (by its comm: see tune_placement_thread_cpus()), records the
- * thread's original affinity in a journal BEFORE changing it, and repeats the walk until a
- * walk finds no thread it has not handled: a thread created while we walk inherits its
+ * which CPUs each thread gets (by its comm: see tune_plan_thread_cpus()), records the
+ * thread's original affinity (tune_affinity_originals) BEFORE changing it, and repeats
+ * the walk until a walk finds no thread it has not handled: a thread created while we walk inherits its
  * creator's old mask and would otherwise be missed. Threads and processes that vanish
  * meanwhile (ESRCH, task directory gone) are counted, not errors.
  *
  * The daemon calls tune_affinity_apply() when it places a process and when a re-plan
  * changed its CPUs, tune_affinity_apply_thread() on a FORK (new thread) or COMM (rename)
- * event, tune_affinity_journal_forget() on a thread's EXIT, tune_affinity_check() on
+ * event, tune_affinity_originals_forget() on a thread's EXIT, tune_affinity_check() on
  * reconcile (did the process re-bind itself?), and tune_affinity_restore() on stop.
  *
  * The kernel is reached through a small backend (sched_getaffinity/sched_setaffinity);
@@ -46,19 +46,19 @@ typedef struct tune_affinity_entry {
 } tune_affinity_entry;
 
 /* The originals of one process's threads, sorted by tid. */
-typedef struct tune_affinity_journal {
+typedef struct tune_affinity_originals {
         pid_t pid;             /* 0 until the first apply */
         uint64_t start_time;   /* /proc/PID/stat field 22, set by the caller; when non-zero,
                                 * check and restore refuse (-ESRCH) a pid that now names
-                                * another process (a journal kept across a daemon restart) */
+                                * another process (the originals kept across a daemon restart) */
         tune_affinity_entry *entries;
         unsigned n;
-} tune_affinity_journal;
+} tune_affinity_originals;
 
-void tune_affinity_journal_done(tune_affinity_journal *j);
-const tune_affinity_entry *tune_affinity_journal_find(const tune_affinity_journal *j, pid_t tid) _pure_;
+void tune_affinity_originals_done(tune_affinity_originals *j);
+const tune_affinity_entry *tune_affinity_originals_find(const tune_affinity_originals *j, pid_t tid) _pure_;
 /* The thread exited: drop its entry (no-op when unknown). */
-void tune_affinity_journal_forget(tune_affinity_journal *j, pid_t tid);
+void tune_affinity_originals_forget(tune_affinity_originals *j, pid_t tid);
 
 typedef struct tune_affinity_stats {
         unsigned seen;      /* threads looked at */
@@ -77,25 +77,25 @@ typedef int (*tune_affinity_choose_fn)(pid_t pid, pid_t tid, const char *comm, v
 
 /* Returns 0 when every thread was handled (vanished ones included), -ESRCH when the
  * process is gone, -EAGAIN when the thread set never settled, or the first per-thread
- * error (the walk goes on: every thread changed is journaled). stats may be NULL and is
+ * error (the walk goes on: every thread changed is recorded). stats may be NULL and is
  * added to, not reset. backend NULL: the kernel. */
 int tune_affinity_apply(const tune_ctx *ctx, const tune_affinity_backend *backend, pid_t pid,
                         tune_affinity_choose_fn choose, void *userdata,
-                        tune_affinity_journal *journal, tune_affinity_stats *stats);
+                        tune_affinity_originals *originals, tune_affinity_stats *stats);
 /* One thread (FORK or COMM event). -ESRCH when tid is not (or no longer) a thread of pid. */
 int tune_affinity_apply_thread(const tune_ctx *ctx, const tune_affinity_backend *backend, pid_t pid, pid_t tid,
                                tune_affinity_choose_fn choose, void *userdata,
-                               tune_affinity_journal *journal, tune_affinity_stats *stats);
+                               tune_affinity_originals *originals, tune_affinity_stats *stats);
 
 /* Threads whose affinity is no longer what we applied (the process re-bound itself, or
  * someone else did): counted in *ret_drifted, the first in *ret_first_tid (may be NULL).
  * Vanished threads are not drift. */
 int tune_affinity_check(const tune_ctx *ctx, const tune_affinity_backend *backend,
-                        const tune_affinity_journal *journal, unsigned *ret_drifted, pid_t *ret_first_tid);
+                        const tune_affinity_originals *originals, unsigned *ret_drifted, pid_t *ret_first_tid);
 
 /* Give the threads still running their originals. A thread whose affinity is no longer
  * what we applied changed it itself: left alone (skipped). A thread we never saw whose
  * affinity is one we applied inherited it from a placed thread: it gets the process's
- * original (the main thread's, else the first journaled). */
+ * original (the main thread's, else the first recorded). */
 int tune_affinity_restore(const tune_ctx *ctx, const tune_affinity_backend *backend,
-                          const tune_affinity_journal *journal, tune_affinity_stats *stats);
+                          const tune_affinity_originals *originals, tune_affinity_stats *stats);

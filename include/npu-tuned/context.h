@@ -44,6 +44,10 @@ int tune_read_prefix(const tune_ctx *ctx, const char *path, size_t max, char **r
 /* Read the file and strip trailing whitespace/newlines. */
 int tune_read_string(const tune_ctx *ctx, const char *path, char **ret);
 int tune_read_int(const tune_ctx *ctx, const char *path, long *ret);
+/* The kernel's boot id below the root ("" when the tree has none): state files (the knob
+ * journal, the affinity records) carry it to tell a previous run of this boot from one of
+ * an earlier boot. */
+int tune_boot_id(const tune_ctx *ctx, char **ret);
 /* Write value (as a single write()) to an existing file; O_TRUNC so fake trees read back
  * what was written (sysfs ignores it). Returns -errno of open or write. */
 int tune_write_string(const tune_ctx *ctx, const char *path, const char *value);

@@ -232,5 +232,3 @@ int tune_knobs_apply(const tune_ctx *ctx, tune_knob_plan *plan, const char *stat
  * is settled, else the first failure's negative errno. */
 int tune_knobs_restore(const tune_ctx *ctx, tune_journal *j, const char *state_dir, const tune_knob_hooks *hooks);
 
-/* The boot id below the root ("" when the tree has none). */
-int tune_knob_boot_id(const tune_ctx *ctx, char **ret);

@@ -53,7 +53,7 @@ extern const tune_memmove_backend tune_memmove_backend_kernel;
 typedef struct tune_memmove_params {
         const tune_memmove_backend *backend; /* NULL: the kernel */
         bool move_shared;     /* MPOL_MF_MOVE_ALL: pages other processes map too (CAP_SYS_NICE);
-                               * the seed's 1.1 GB of shared memory needed it */
+                               * the reference deployment's 1.1 GB of shared memory needed it */
         unsigned batch_pages; /* pages per move_pages() call; 0: 1024 */
 } tune_memmove_params;
 

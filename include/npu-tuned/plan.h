@@ -1,17 +1,17 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 #pragma once
 
-/* The placement plan: which CPUs and which memory node(s) a managed process gets, and why.
+/* The plan: which CPUs and which memory node(s) a managed process gets, and why.
  *
- * tune_plan() is a pure function of the topology, the plan parameters, and the list of
- * managed processes (each with its rule, its accelerators and its previous placement). It
+ * tune_plan_compute() is a pure function of the topology, the plan parameters, and the list of
+ * managed processes (each with its rule, its accelerators and its previous plan). It
  * plans all of them together, because fairness is a property of the set: when a second
  * process arrives on a node the first one's elastic share shrinks, and when one exits the
- * others may grow. Previous placements keep CPUs where they can, so re-planning moves as
+ * others may grow. Previous plans keep CPUs where they can, so re-planning moves as
  * few threads as possible.
  *
  * tune_placer is the stateful wrapper the daemon holds: it owns the list of managed
- * processes (in arrival order), calls tune_plan() on every change and tells the caller
+ * processes (in arrival order), calls tune_plan_compute() on every change and tells the caller
  * which other processes' CPU sets changed, so it re-applies just those.
  *
  * How CPUs are handed out (per NUMA node):
@@ -28,7 +28,7 @@
  * chose by hand and which are not exclusive.
  *
  * Inside a pool, control takes the lowest CPUs and compute the next ones, so on one node
- * both roles are contiguous ranges (the seed's 96-107 / 108-119). When the pool had to
+ * both roles are contiguous ranges (the reference deployment's 96-107 / 108-119). When the pool had to
  * borrow from another node, compute gets the home CPUs first (it feeds the accelerator)
  * and control takes the borrowed ones.
  *
@@ -46,24 +46,24 @@
 #include "npu-tuned/thread-role.h"
 #include "npu-tuned/topology.h"
 
-/* A placement holds at most this many reasons; later ones are dropped (a plan that needs
+/* A plan holds at most this many reasons; later ones are dropped (a plan that needs
  * more explanation than this is explaining the same thing over and over). */
-#define TUNE_PLACEMENT_REASONS_MAX 64
+#define TUNE_PLAN_REASONS_MAX 64
 
 typedef struct tune_plan_params {
         unsigned housekeeping_cpus_per_node; /* policy->host.irq_housekeeping_cpus_per_node */
 } tune_plan_params;
 
-typedef enum tune_placement_action {
-        TUNE_PLACEMENT_PLACE,  /* pin threads by role; move memory if mem_nodes is set */
-        TUNE_PLACEMENT_LEAVE,  /* the policy says leave this process alone */
-        TUNE_PLACEMENT_REFUSE, /* it should be placed but cannot be: reasons say why */
-} tune_placement_action;
+typedef enum tune_plan_action {
+        TUNE_PLAN_PLACE,  /* pin threads by role; move memory if mem_nodes is set */
+        TUNE_PLAN_LEAVE,  /* the policy says leave this process alone */
+        TUNE_PLAN_REFUSE, /* it should be placed but cannot be: reasons say why */
+} tune_plan_action;
 
-const char *tune_placement_action_to_string(tune_placement_action a) _pure_;
+const char *tune_plan_action_to_string(tune_plan_action a) _pure_;
 
-typedef struct tune_placement {
-        tune_placement_action action;
+typedef struct tune_plan {
+        tune_plan_action action;
         tune_cpuset home_nodes;     /* accelerators' nodes (or the rule's unattributed nodes) */
         tune_cpuset pool;           /* every CPU the process may use */
         tune_cpuset role_cpus[_TUNE_ROLE_MAX]; /* control, compute, other (= pool) */
@@ -74,35 +74,35 @@ typedef struct tune_placement {
         tune_cpuset mem_nodes;      /* where the memory goes; empty: leave it where it is */
         char **reasons;             /* human-readable, in the order the decisions were made */
         unsigned n_reasons;
-} tune_placement;
+} tune_plan;
 
-void tune_placement_done(tune_placement *p);
-int tune_placement_copy(tune_placement *dst, const tune_placement *src);
+void tune_plan_done(tune_plan *p);
+int tune_plan_copy(tune_plan *dst, const tune_plan *src);
 /* The CPUs a thread of this role gets. */
-const tune_cpuset *tune_placement_role_cpus(const tune_placement *p, tune_role role) _pure_;
-/* The placement as a JSON object (for --explain --json and the D-Bus Explain call):
+const tune_cpuset *tune_plan_role_cpus(const tune_plan *p, tune_role role) _pure_;
+/* The plan as a JSON object (for --explain --json and the D-Bus Explain call):
  * {"action", "home_nodes", "pool", "roles": {"control", "compute", "other"},
  *  "borrowed_nodes", "cpus_wanted", "shared", "mem_nodes", "reasons": [...]}, sets in the
  * kernel's list format. The caller owns *ret (json_object_put()). */
 struct json_object;
-int tune_placement_to_json(const tune_placement *p, struct json_object **ret);
+int tune_plan_to_json(const tune_plan *p, struct json_object **ret);
 /* The first node of mem_nodes, the target of pages on no node of mem_nodes; -1 if none. */
-int tune_placement_memory_target(const tune_placement *p) _pure_;
+int tune_plan_memory_target(const tune_plan *p) _pure_;
 
 typedef struct tune_plan_request {
         uint64_t key;                    /* the caller's id for the process; not interpreted */
         const tune_policy_rule *rule;
         const tune_accel *const *accels; /* the accelerators attributed to the process */
         unsigned n_accels;
-        const tune_placement *previous;  /* its last placement; NULL when new */
+        const tune_plan *previous;  /* its last plan; NULL when new */
 } tune_plan_request;
 
 /* Plan n processes, given in arrival order (earlier ones win ties). ret must point to n
- * zero-initialised placements; on success each is filled (the caller frees them with
- * tune_placement_done()), on failure none is. Returns 0 or -ENOMEM / -EINVAL (a request
- * without a rule). Refusals are not errors: they are placements with action REFUSE. */
-int tune_plan(const tune_topology *t, const tune_plan_params *params,
-              const tune_plan_request *reqs, unsigned n, tune_placement *ret);
+ * zero-initialised plans; on success each is filled (the caller frees them with
+ * tune_plan_done()), on failure none is. Returns 0 or -ENOMEM / -EINVAL (a request
+ * without a rule). Refusals are not errors: they are plans with action REFUSE. */
+int tune_plan_compute(const tune_topology *t, const tune_plan_params *params,
+                      const tune_plan_request *reqs, unsigned n, tune_plan *ret);
 
 /* The CPUs on `node` that managed processes may get at all (usable minus housekeeping). */
 int tune_plan_available_cpus(const tune_topology *t, const tune_plan_params *params, int node, tune_cpuset *ret);
@@ -136,22 +136,22 @@ int tune_placer_set(tune_placer *p, uint64_t key, const tune_policy_rule *rule,
 int tune_placer_remove(tune_placer *p, uint64_t key, tune_keys *ret_changed);
 /* The topology changed (CPU hotplug): re-plan everything on the new one. */
 int tune_placer_set_topology(tune_placer *p, const tune_topology *t, tune_keys *ret_changed);
-const tune_placement *tune_placer_get(const tune_placer *p, uint64_t key) _pure_;
+const tune_plan *tune_placer_get(const tune_placer *p, uint64_t key) _pure_;
 unsigned tune_placer_count(const tune_placer *p) _pure_;
 /* The union of every placed pool: the "inference CPUs" the IRQ knob keeps IRQs off. */
 int tune_placer_inference_cpus(const tune_placer *p, tune_cpuset *ret);
 
 /* ---- threads ---- */
 
-/* The CPUs a thread gets under a placement: its role's sub-pool. NULL unless the placement
+/* The CPUs a thread gets under a plan: its role's sub-pool. NULL unless the plan
  * is PLACE. */
-const tune_cpuset *tune_placement_thread_cpus(const tune_placement *p, const tune_policy_rule *rule,
-                                              pid_t pid, pid_t tid, const char *comm, tune_role *ret_role);
+const tune_cpuset *tune_plan_thread_cpus(const tune_plan *p, const tune_policy_rule *rule,
+                                         pid_t pid, pid_t tid, const char *comm, tune_role *ret_role);
 
 /* A chooser for tune_affinity_apply() (include/npu-tuned/affinity.h): userdata points to a
  * tune_thread_target; every thread gets its role's CPUs, nothing when not PLACE. */
 typedef struct tune_thread_target {
-        const tune_placement *placement;
+        const tune_plan *plan;
         const tune_policy_rule *rule;
 } tune_thread_target;
 int tune_thread_target_choose(pid_t pid, pid_t tid, const char *comm, void *userdata, const tune_cpuset **ret);

@@ -252,7 +252,7 @@ int tune_policy_accel_kinds(const tune_policy *p, tune_accel_kind **ret, unsigne
 int tune_policy_apply_node_overrides(const tune_policy *p, const tune_topology *t, tune_accels *a, tune_policy_errors *errors);
 
 /* Everything a daemon needs from a policy source in one step: load params' files (or the
- * embedded default when there are none: *ret_embedded is then true), discover the
+ * embedded default when there are none: the policy's embedded is then true), discover the
  * accelerators below ctx with the policy's kinds, apply the NUMA overrides and validate
  * against t. On failure nothing is returned and *errors says why. */
 int tune_policy_prepare(const tune_ctx *ctx, const tune_policy_load_params *params, const tune_topology *t,

@@ -291,3 +291,15 @@ int tune_path(char *buf, size_t size, const char *fmt, ...) {
                 return -ENAMETOOLONG;
         return 0;
 }
+
+int tune_boot_id(const tune_ctx *ctx, char **ret) {
+        char *s = NULL;
+
+        if (tune_read_string(ctx, "/proc/sys/kernel/random/boot_id", &s) < 0) {
+                s = strdup("");
+                if (!s)
+                        return -ENOMEM;
+        }
+        *ret = s;
+        return 0;
+}

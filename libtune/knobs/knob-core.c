@@ -424,18 +424,6 @@ int tune_knob_default_inference_cpus(const tune_topology *t, const tune_accels *
 
 /* ---- apply and restore --------------------------------------------------------------- */
 
-int tune_knob_boot_id(const tune_ctx *ctx, char **ret) {
-        char *s = NULL;
-
-        if (tune_read_string(ctx, "/proc/sys/kernel/random/boot_id", &s) < 0) {
-                s = strdup("");
-                if (!s)
-                        return -ENOMEM;
-        }
-        *ret = s;
-        return 0;
-}
-
 static void step(const tune_knob_hooks *h, const char *what, const char *id) {
         char buf[256];
 
@@ -520,7 +508,7 @@ int tune_knobs_apply(const tune_ctx *ctx, tune_knob_plan *plan, const char *stat
         int r;
 
         *ret_journal = NULL;
-        r = tune_knob_boot_id(ctx, &boot_id);
+        r = tune_boot_id(ctx, &boot_id);
         if (r < 0)
                 return r;
         r = tune_journal_new(tune_ctx_root(ctx), boot_id, &j);

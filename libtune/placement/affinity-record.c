@@ -13,12 +13,12 @@
 
 void tune_affinity_record_done(tune_affinity_record *rec) {
         free(rec->boot_id);
-        tune_affinity_journal_done(&rec->journal);
+        tune_affinity_originals_done(&rec->originals);
         *rec = (tune_affinity_record){};
 }
 
-int tune_affinity_journal_copy(tune_affinity_journal *dst, const tune_affinity_journal *src) {
-        tune_affinity_journal j = { .pid = src->pid, .start_time = src->start_time };
+int tune_affinity_originals_copy(tune_affinity_originals *dst, const tune_affinity_originals *src) {
+        tune_affinity_originals j = { .pid = src->pid, .start_time = src->start_time };
         int r = 0;
 
         if (src->n > 0) {
@@ -34,10 +34,10 @@ int tune_affinity_journal_copy(tune_affinity_journal *dst, const tune_affinity_j
                         r = tune_cpuset_copy(&j.entries[i].applied, &src->entries[i].applied);
         }
         if (r < 0) {
-                tune_affinity_journal_done(&j);
+                tune_affinity_originals_done(&j);
                 return r;
         }
-        tune_affinity_journal_done(dst);
+        tune_affinity_originals_done(dst);
         *dst = j;
         return 0;
 }
@@ -77,17 +77,17 @@ int tune_affinity_record_format(const tune_affinity_record *rec, char **ret) {
         if (r >= 0)
                 r = add(o, "boot_id", json_object_new_string(rec->boot_id ? rec->boot_id : ""));
         if (r >= 0)
-                r = add(o, "pid", json_object_new_int(rec->journal.pid));
+                r = add(o, "pid", json_object_new_int(rec->originals.pid));
         if (r >= 0)
-                r = add(o, "start_time", json_object_new_uint64(rec->journal.start_time));
+                r = add(o, "start_time", json_object_new_uint64(rec->originals.start_time));
         if (r >= 0)
                 r = add(o, "restore_on_stop", json_object_new_boolean(rec->restore_on_stop));
         if (r >= 0) {
                 threads = json_object_new_array();
                 r = add(o, "threads", threads);
         }
-        for (unsigned i = 0; r >= 0 && i < rec->journal.n; i++) {
-                const tune_affinity_entry *e = &rec->journal.entries[i];
+        for (unsigned i = 0; r >= 0 && i < rec->originals.n; i++) {
+                const tune_affinity_entry *e = &rec->originals.entries[i];
                 json_object *t = json_object_new_object();
                 if (!t || json_object_array_add(threads, t) < 0) {
                         json_object_put(t);
@@ -157,13 +157,13 @@ static int parse_object(json_object *o, tune_affinity_record *rec) {
         rec->boot_id = strdup(json_object_get_string(v));
         if (!rec->boot_id)
                 return -ENOMEM;
-        r = get_pid(o, "pid", &rec->journal.pid);
+        r = get_pid(o, "pid", &rec->originals.pid);
         if (r < 0)
                 return r;
         if (!(v = get(o, "start_time", json_type_int)))
                 return -EBADMSG;
-        rec->journal.start_time = json_object_get_uint64(v);
-        if (rec->journal.start_time == 0)
+        rec->originals.start_time = json_object_get_uint64(v);
+        if (rec->originals.start_time == 0)
                 return -EBADMSG; /* without it the pid alone would be trusted */
         if (!(v = get(o, "restore_on_stop", json_type_boolean)))
                 return -EBADMSG;
@@ -172,14 +172,14 @@ static int parse_object(json_object *o, tune_affinity_record *rec) {
                 return -EBADMSG;
         n = json_object_array_length(threads);
         if (n > 0) {
-                rec->journal.entries = calloc(n, sizeof(tune_affinity_entry));
-                if (!rec->journal.entries)
+                rec->originals.entries = calloc(n, sizeof(tune_affinity_entry));
+                if (!rec->originals.entries)
                         return -ENOMEM;
         }
         for (size_t i = 0; i < n; i++) {
                 json_object *t = json_object_array_get_idx(threads, i);
-                tune_affinity_entry *e = &rec->journal.entries[i];
-                rec->journal.n++;
+                tune_affinity_entry *e = &rec->originals.entries[i];
+                rec->originals.n++;
                 if (!json_object_is_type(t, json_type_object))
                         return -EBADMSG;
                 r = get_pid(t, "tid", &e->tid);
@@ -192,10 +192,10 @@ static int parse_object(json_object *o, tune_affinity_record *rec) {
                 if (tune_cpuset_is_empty(&e->original))
                         return -EBADMSG; /* never restore a thread to no CPU */
         }
-        if (rec->journal.n > 1)
-                qsort(rec->journal.entries, rec->journal.n, sizeof(tune_affinity_entry), cmp_entry);
-        for (unsigned i = 1; i < rec->journal.n; i++)
-                if (rec->journal.entries[i].tid == rec->journal.entries[i - 1].tid)
+        if (rec->originals.n > 1)
+                qsort(rec->originals.entries, rec->originals.n, sizeof(tune_affinity_entry), cmp_entry);
+        for (unsigned i = 1; i < rec->originals.n; i++)
+                if (rec->originals.entries[i].tid == rec->originals.entries[i - 1].tid)
                         return -EBADMSG;
         return 0;
 }
@@ -256,12 +256,12 @@ int tune_affinity_record_save(const char *state_dir, const tune_affinity_record 
         char name[64];
         int r;
 
-        if (rec->journal.pid <= 0)
+        if (rec->originals.pid <= 0)
                 return -EINVAL;
         r = tune_affinity_record_format(rec, &text);
         if (r < 0)
                 return r;
-        record_name(rec->journal.pid, name);
+        record_name(rec->originals.pid, name);
         return tune_state_file_write(state_dir, name, text, NULL, NULL);
 }
 
@@ -276,7 +276,7 @@ int tune_affinity_record_load(const char *state_dir, pid_t pid, tune_affinity_re
         if (r < 0)
                 return r;
         r = tune_affinity_record_parse(text, len, ret);
-        if (r >= 0 && ret->journal.pid != pid) {
+        if (r >= 0 && ret->originals.pid != pid) {
                 tune_affinity_record_done(ret);
                 return -EBADMSG;
         }

@@ -71,14 +71,14 @@ static int pick_backend(const tune_ctx *ctx, const tune_affinity_backend **backe
         return 0;
 }
 
-/* ---- the journal ---- */
+/* ---- the originals ---- */
 
 static void entry_done(tune_affinity_entry *e) {
         tune_cpuset_done(&e->original);
         tune_cpuset_done(&e->applied);
 }
 
-void tune_affinity_journal_done(tune_affinity_journal *j) {
+void tune_affinity_originals_done(tune_affinity_originals *j) {
         if (!j)
                 return;
         for (unsigned i = 0; i < j->n; i++)
@@ -90,7 +90,7 @@ void tune_affinity_journal_done(tune_affinity_journal *j) {
 }
 
 /* Index of tid, or of where it would go. */
-static unsigned journal_lower_bound(const tune_affinity_journal *j, pid_t tid) {
+static unsigned originals_lower_bound(const tune_affinity_originals *j, pid_t tid) {
         unsigned lo = 0, hi = j->n;
         while (lo < hi) {
                 unsigned mid = (lo + hi) / 2;
@@ -102,13 +102,13 @@ static unsigned journal_lower_bound(const tune_affinity_journal *j, pid_t tid) {
         return lo;
 }
 
-const tune_affinity_entry *tune_affinity_journal_find(const tune_affinity_journal *j, pid_t tid) {
-        unsigned i = journal_lower_bound(j, tid);
+const tune_affinity_entry *tune_affinity_originals_find(const tune_affinity_originals *j, pid_t tid) {
+        unsigned i = originals_lower_bound(j, tid);
         return i < j->n && j->entries[i].tid == tid ? &j->entries[i] : NULL;
 }
 
-void tune_affinity_journal_forget(tune_affinity_journal *j, pid_t tid) {
-        unsigned i = journal_lower_bound(j, tid);
+void tune_affinity_originals_forget(tune_affinity_originals *j, pid_t tid) {
+        unsigned i = originals_lower_bound(j, tid);
         if (i >= j->n || j->entries[i].tid != tid)
                 return;
         entry_done(&j->entries[i]);
@@ -116,31 +116,31 @@ void tune_affinity_journal_forget(tune_affinity_journal *j, pid_t tid) {
         j->n--;
 }
 
-/* The process's original: the main thread's, else the first journaled thread's. */
-static const tune_cpuset *journal_process_original(const tune_affinity_journal *j) {
-        const tune_affinity_entry *e = tune_affinity_journal_find(j, j->pid);
+/* The process's original: the main thread's, else the first recorded thread's. */
+static const tune_cpuset *originals_process_original(const tune_affinity_originals *j) {
+        const tune_affinity_entry *e = tune_affinity_originals_find(j, j->pid);
         if (e)
                 return &e->original;
         return j->n > 0 ? &j->entries[0].original : NULL;
 }
 
 /* A mask we applied to some thread (a new thread inherits its creator's). */
-static bool journal_is_applied_mask(const tune_affinity_journal *j, const tune_cpuset *s) {
+static bool originals_is_applied_mask(const tune_affinity_originals *j, const tune_cpuset *s) {
         for (unsigned i = 0; i < j->n; i++)
                 if (tune_cpuset_equal(&j->entries[i].applied, s))
                         return true;
         return false;
 }
 
-static int journal_insert(tune_affinity_journal *j, pid_t tid, const tune_cpuset *current, tune_affinity_entry **ret) {
-        unsigned i = journal_lower_bound(j, tid);
+static int originals_insert(tune_affinity_originals *j, pid_t tid, const tune_cpuset *current, tune_affinity_entry **ret) {
+        unsigned i = originals_lower_bound(j, tid);
         const tune_cpuset *original = current;
         tune_affinity_entry e = { .tid = tid }, *a;
         int r;
 
         /* A thread born after we placed its creator carries our mask, not an original. */
-        if (j->n > 0 && journal_is_applied_mask(j, current))
-                original = journal_process_original(j);
+        if (j->n > 0 && originals_is_applied_mask(j, current))
+                original = originals_process_original(j);
         r = tune_cpuset_copy(&e.original, original);
         if (r < 0)
                 return r;
@@ -237,7 +237,7 @@ static int read_comm(const tune_ctx *ctx, pid_t pid, pid_t tid, char **ret) {
 
 static int handle_thread(const tune_ctx *ctx, const tune_affinity_backend *b, pid_t pid, pid_t tid,
                          tune_affinity_choose_fn choose, void *userdata,
-                         tune_affinity_journal *j, tune_affinity_stats *st) {
+                         tune_affinity_originals *j, tune_affinity_stats *st) {
         _cleanup_cpuset_ tune_cpuset current = {};
         _cleanup_free_ char *comm = NULL;
         const tune_cpuset *target = NULL;
@@ -272,10 +272,10 @@ static int handle_thread(const tune_ctx *ctx, const tune_affinity_backend *b, pi
                 st->failed++;
                 return r;
         }
-        e = (tune_affinity_entry *) tune_affinity_journal_find(j, tid);
+        e = (tune_affinity_entry *) tune_affinity_originals_find(j, tid);
         if (!e) {
                 /* Journal before writing. */
-                r = journal_insert(j, tid, &current, &e);
+                r = originals_insert(j, tid, &current, &e);
                 if (r < 0)
                         return r;
                 fresh = true;
@@ -287,13 +287,13 @@ static int handle_thread(const tune_ctx *ctx, const tune_affinity_backend *b, pi
         r = b->set(b->userdata, tid, target);
         if (r == -ESRCH) {
                 if (fresh)
-                        tune_affinity_journal_forget(j, tid);
+                        tune_affinity_originals_forget(j, tid);
                 st->vanished++;
                 return 0;
         }
         if (r < 0) {
                 if (fresh)
-                        tune_affinity_journal_forget(j, tid);
+                        tune_affinity_originals_forget(j, tid);
                 st->failed++;
                 return r;
         }
@@ -350,8 +350,8 @@ static int read_start_time(const tune_ctx *ctx, pid_t pid, uint64_t *ret) {
         return 0;
 }
 
-/* The journal's process is still the one it was written for. */
-static int journal_check_identity(const tune_ctx *ctx, const tune_affinity_journal *j) {
+/* The process of the originals is still the one they were taken from. */
+static int originals_check_identity(const tune_ctx *ctx, const tune_affinity_originals *j) {
         uint64_t now;
         int r;
 
@@ -363,7 +363,7 @@ static int journal_check_identity(const tune_ctx *ctx, const tune_affinity_journ
         return now == j->start_time ? 0 : -ESRCH;
 }
 
-static int journal_claim(tune_affinity_journal *j, pid_t pid) {
+static int originals_claim(tune_affinity_originals *j, pid_t pid) {
         if (pid <= 0)
                 return -EINVAL;
         if (j->pid != 0 && j->pid != pid)
@@ -374,15 +374,15 @@ static int journal_claim(tune_affinity_journal *j, pid_t pid) {
 
 int tune_affinity_apply(const tune_ctx *ctx, const tune_affinity_backend *backend, pid_t pid,
                         tune_affinity_choose_fn choose, void *userdata,
-                        tune_affinity_journal *journal, tune_affinity_stats *stats) {
+                        tune_affinity_originals *originals, tune_affinity_stats *stats) {
         _cleanup_free_ pid_t *done = NULL;
         tune_affinity_stats dummy = {};
         unsigned n_done = 0;
         int first_error = 0, r;
 
-        if (!choose || !journal)
+        if (!choose || !originals)
                 return -EINVAL;
-        r = journal_claim(journal, pid);
+        r = originals_claim(originals, pid);
         if (r < 0)
                 return r;
         r = pick_backend(ctx, &backend);
@@ -406,7 +406,7 @@ int tune_affinity_apply(const tune_ctx *ctx, const tune_affinity_backend *backen
                         if (sorted_has(done, n_done, tids[i]))
                                 continue;
                         n_new++;
-                        r = handle_thread(ctx, backend, pid, tids[i], choose, userdata, journal, stats);
+                        r = handle_thread(ctx, backend, pid, tids[i], choose, userdata, originals, stats);
                         if (r == -ENOMEM)
                                 return r;
                         if (r < 0 && first_error == 0)
@@ -438,14 +438,14 @@ int tune_affinity_apply(const tune_ctx *ctx, const tune_affinity_backend *backen
 
 int tune_affinity_apply_thread(const tune_ctx *ctx, const tune_affinity_backend *backend, pid_t pid, pid_t tid,
                                tune_affinity_choose_fn choose, void *userdata,
-                               tune_affinity_journal *journal, tune_affinity_stats *stats) {
+                               tune_affinity_originals *originals, tune_affinity_stats *stats) {
         tune_affinity_stats dummy = {};
         char path[96];
         int r;
 
-        if (!choose || !journal || tid <= 0)
+        if (!choose || !originals || tid <= 0)
                 return -EINVAL;
-        r = journal_claim(journal, pid);
+        r = originals_claim(originals, pid);
         if (r < 0)
                 return r;
         r = pick_backend(ctx, &backend);
@@ -460,11 +460,11 @@ int tune_affinity_apply_thread(const tune_ctx *ctx, const tune_affinity_backend 
                 return r;
         if (!tune_exists(ctx, path))
                 return -ESRCH;
-        return handle_thread(ctx, backend, pid, tid, choose, userdata, journal, stats);
+        return handle_thread(ctx, backend, pid, tid, choose, userdata, originals, stats);
 }
 
 int tune_affinity_check(const tune_ctx *ctx, const tune_affinity_backend *backend,
-                        const tune_affinity_journal *journal, unsigned *ret_drifted, pid_t *ret_first_tid) {
+                        const tune_affinity_originals *originals, unsigned *ret_drifted, pid_t *ret_first_tid) {
         unsigned drifted = 0;
         pid_t first = 0;
         int r;
@@ -472,11 +472,11 @@ int tune_affinity_check(const tune_ctx *ctx, const tune_affinity_backend *backen
         r = pick_backend(ctx, &backend);
         if (r < 0)
                 return r;
-        r = journal_check_identity(ctx, journal);
+        r = originals_check_identity(ctx, originals);
         if (r < 0)
                 return r;
-        for (unsigned i = 0; i < journal->n; i++) {
-                const tune_affinity_entry *e = &journal->entries[i];
+        for (unsigned i = 0; i < originals->n; i++) {
+                const tune_affinity_entry *e = &originals->entries[i];
                 _cleanup_cpuset_ tune_cpuset current = {};
 
                 r = backend->get(backend->userdata, e->tid, &current);
@@ -498,30 +498,30 @@ int tune_affinity_check(const tune_ctx *ctx, const tune_affinity_backend *backen
 }
 
 int tune_affinity_restore(const tune_ctx *ctx, const tune_affinity_backend *backend,
-                          const tune_affinity_journal *journal, tune_affinity_stats *stats) {
+                          const tune_affinity_originals *originals, tune_affinity_stats *stats) {
         _cleanup_free_ pid_t *tids = NULL;
         tune_affinity_stats dummy = {};
         const tune_cpuset *process_original;
         unsigned n = 0;
         int first_error = 0, r;
 
-        if (journal->pid == 0 || journal->n == 0)
+        if (originals->pid == 0 || originals->n == 0)
                 return 0;
         r = pick_backend(ctx, &backend);
         if (r < 0)
                 return r;
         if (!stats)
                 stats = &dummy;
-        r = journal_check_identity(ctx, journal);
+        r = originals_check_identity(ctx, originals);
         if (r < 0)
                 return r;
-        process_original = journal_process_original(journal);
-        r = list_tasks(ctx, journal->pid, &tids, &n);
+        process_original = originals_process_original(originals);
+        r = list_tasks(ctx, originals->pid, &tids, &n);
         if (r < 0)
                 return r;
         stats->rounds++;
         for (unsigned i = 0; i < n; i++) {
-                const tune_affinity_entry *e = tune_affinity_journal_find(journal, tids[i]);
+                const tune_affinity_entry *e = tune_affinity_originals_find(originals, tids[i]);
                 _cleanup_cpuset_ tune_cpuset current = {};
                 const tune_cpuset *target;
 
@@ -539,7 +539,7 @@ int tune_affinity_restore(const tune_ctx *ctx, const tune_affinity_backend *back
                 }
                 if (e && !tune_cpuset_is_empty(&current) && tune_cpuset_is_subset(&current, &e->applied))
                         target = &e->original;
-                else if (!e && journal_is_applied_mask(journal, &current))
+                else if (!e && originals_is_applied_mask(originals, &current))
                         target = process_original;
                 else {
                         /* It (or someone) re-bound it after us: theirs to keep. */

@@ -32,7 +32,7 @@ static int add_value(json_object *o, const char *key, json_object *v) {
         return 0;
 }
 
-int tune_placement_to_json(const tune_placement *p, struct json_object **ret) {
+int tune_plan_to_json(const tune_plan *p, struct json_object **ret) {
         json_object *o, *roles, *reasons;
         int r;
 
@@ -53,7 +53,7 @@ int tune_placement_to_json(const tune_placement *p, struct json_object **ret) {
         }
         r = add_value(o, "reasons", reasons);
         if (r >= 0)
-                r = add_value(o, "action", json_object_new_string(tune_placement_action_to_string(p->action)));
+                r = add_value(o, "action", json_object_new_string(tune_plan_action_to_string(p->action)));
         if (r >= 0)
                 r = add_set(o, "home_nodes", &p->home_nodes);
         if (r >= 0)

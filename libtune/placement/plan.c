@@ -13,16 +13,16 @@
 #define DISTANCE_UNKNOWN 1000
 
 static const char *const action_names[] = {
-        [TUNE_PLACEMENT_PLACE] = "place",
-        [TUNE_PLACEMENT_LEAVE] = "leave",
-        [TUNE_PLACEMENT_REFUSE] = "refuse",
+        [TUNE_PLAN_PLACE] = "place",
+        [TUNE_PLAN_LEAVE] = "leave",
+        [TUNE_PLAN_REFUSE] = "refuse",
 };
 
-const char *tune_placement_action_to_string(tune_placement_action a) {
+const char *tune_plan_action_to_string(tune_plan_action a) {
         return (unsigned) a < ELEMENTSOF(action_names) ? action_names[a] : NULL;
 }
 
-void tune_placement_done(tune_placement *p) {
+void tune_plan_done(tune_plan *p) {
         if (!p)
                 return;
         tune_cpuset_done(&p->home_nodes);
@@ -37,8 +37,8 @@ void tune_placement_done(tune_placement *p) {
         memset(p, 0, sizeof *p);
 }
 
-int tune_placement_copy(tune_placement *dst, const tune_placement *src) {
-        tune_placement c = {
+int tune_plan_copy(tune_plan *dst, const tune_plan *src) {
+        tune_plan c = {
                 .action = src->action,
                 .cpus_wanted = src->cpus_wanted,
                 .shared = src->shared,
@@ -66,28 +66,28 @@ int tune_placement_copy(tune_placement *dst, const tune_placement *src) {
                 }
         }
         if (r < 0) {
-                tune_placement_done(&c);
+                tune_plan_done(&c);
                 return r;
         }
         *dst = c;
         return 0;
 }
 
-const tune_cpuset *tune_placement_role_cpus(const tune_placement *p, tune_role role) {
+const tune_cpuset *tune_plan_role_cpus(const tune_plan *p, tune_role role) {
         if ((unsigned) role >= _TUNE_ROLE_MAX)
                 return NULL;
         return &p->role_cpus[role];
 }
 
-int tune_placement_memory_target(const tune_placement *p) {
+int tune_plan_memory_target(const tune_plan *p) {
         return tune_cpuset_next(&p->mem_nodes, 0);
 }
 
-const tune_cpuset *tune_placement_thread_cpus(const tune_placement *p, const tune_policy_rule *rule,
-                                              pid_t pid, pid_t tid, const char *comm, tune_role *ret_role) {
+const tune_cpuset *tune_plan_thread_cpus(const tune_plan *p, const tune_policy_rule *rule,
+                                         pid_t pid, pid_t tid, const char *comm, tune_role *ret_role) {
         tune_role role;
 
-        if (p->action != TUNE_PLACEMENT_PLACE)
+        if (p->action != TUNE_PLAN_PLACE)
                 return NULL;
         role = tune_thread_classify(rule, pid, tid, comm);
         if (ret_role)
@@ -98,18 +98,18 @@ const tune_cpuset *tune_placement_thread_cpus(const tune_placement *p, const tun
 int tune_thread_target_choose(pid_t pid, pid_t tid, const char *comm, void *userdata, const tune_cpuset **ret) {
         const tune_thread_target *t = userdata;
 
-        if (!t || !t->placement || !t->rule)
+        if (!t || !t->plan || !t->rule)
                 return -EINVAL;
-        *ret = tune_placement_thread_cpus(t->placement, t->rule, pid, tid, comm, NULL);
+        *ret = tune_plan_thread_cpus(t->plan, t->rule, pid, tid, comm, NULL);
         return 0;
 }
 
-_printf_(2, 3) static int add_reason(tune_placement *p, const char *fmt, ...) {
+_printf_(2, 3) static int add_reason(tune_plan *p, const char *fmt, ...) {
         va_list ap;
         char *s, **a;
         int r;
 
-        if (p->n_reasons >= TUNE_PLACEMENT_REASONS_MAX)
+        if (p->n_reasons >= TUNE_PLAN_REASONS_MAX)
                 return 0;
         va_start(ap, fmt);
         r = vasprintf(&s, fmt, ap);
@@ -190,7 +190,7 @@ typedef struct plan_node {
 
 typedef struct plan_claim {
         const tune_plan_request *req;
-        tune_placement *out;
+        tune_plan *out;
         bool exclusive;      /* takes CPUs from the nodes' available CPUs */
         bool *home;          /* [node index] */
         unsigned n_home;
@@ -266,7 +266,7 @@ static int claim_set_home(plan_state *s, plan_claim *c, int node_id) {
 /* Home nodes from the accelerators; REFUSE when none has a known node. */
 static int resolve_accelerators(plan_state *s, plan_claim *c) {
         const tune_plan_request *req = c->req;
-        tune_placement *out = c->out;
+        tune_plan *out = c->out;
         unsigned n_unknown = 0;
         char name[64];
         int r;
@@ -300,7 +300,7 @@ static int resolve_accelerators(plan_state *s, plan_claim *c) {
                 }
         }
         if (c->n_home == 0) {
-                out->action = TUNE_PLACEMENT_REFUSE;
+                out->action = TUNE_PLAN_REFUSE;
                 return add_reason(out, "not placed: none of its accelerators has a known NUMA node (declare one with "
                                   "\"node_overrides\": [{\"pci\": ..., \"node\": N}] in the policy)");
         }
@@ -312,12 +312,12 @@ static int resolve_accelerators(plan_state *s, plan_claim *c) {
 
 static int resolve_unattributed(plan_state *s, plan_claim *c) {
         const tune_policy_rule *rule = c->req->rule;
-        tune_placement *out = c->out;
+        tune_plan *out = c->out;
         char buf[256];
         int r;
 
         if (rule->unattributed == TUNE_UNATTRIBUTED_LEAVE) {
-                out->action = TUNE_PLACEMENT_LEAVE;
+                out->action = TUNE_PLAN_LEAVE;
                 return add_reason(out, "no accelerator attributed; the rule leaves such processes alone");
         }
         if (!tune_cpuset_is_empty(&rule->unattributed_nodes)) {
@@ -333,7 +333,7 @@ static int resolve_unattributed(plan_state *s, plan_claim *c) {
                                 return r;
                 }
                 if (c->n_home == 0) {
-                        out->action = TUNE_PLACEMENT_REFUSE;
+                        out->action = TUNE_PLAN_REFUSE;
                         return add_reason(out, "not placed: none of the rule's unattributed_nodes exists here");
                 }
                 return add_reason(out, "no accelerator attributed; placed on the rule's unattributed_nodes %s",
@@ -345,7 +345,7 @@ static int resolve_unattributed(plan_state *s, plan_claim *c) {
                         return r;
                 tune_cpuset_and(&out->pool, tune_cpuset_is_empty(&s->t->usable) ? &s->t->online : &s->t->usable);
                 if (tune_cpuset_is_empty(&out->pool)) {
-                        out->action = TUNE_PLACEMENT_REFUSE;
+                        out->action = TUNE_PLAN_REFUSE;
                         return add_reason(out, "not placed: none of the rule's unattributed_cpus %s is usable here",
                                           format_set(&rule->unattributed_cpus, buf, sizeof buf));
                 }
@@ -363,7 +363,7 @@ static int resolve_unattributed(plan_state *s, plan_claim *c) {
                                   "(chosen by hand: not exclusive, other processes may share them)",
                                   format_set(&out->pool, buf, sizeof buf));
         }
-        out->action = TUNE_PLACEMENT_REFUSE;
+        out->action = TUNE_PLAN_REFUSE;
         return add_reason(out, "not placed: no accelerator attributed, and the rule places such processes "
                           "but names neither unattributed_cpus nor unattributed_nodes");
 }
@@ -388,7 +388,7 @@ static int resolve_claim(plan_state *s, plan_claim *c) {
         unsigned cc = rule->control.cpus, kc = rule->compute.cpus;
         int r;
 
-        c->out->action = TUNE_PLACEMENT_PLACE;
+        c->out->action = TUNE_PLAN_PLACE;
         c->exclusive = true;
         if (rule->name) {
                 if (rule->file)
@@ -404,7 +404,7 @@ static int resolve_claim(plan_state *s, plan_claim *c) {
                 r = resolve_accelerators(s, c);
         if (r < 0)
                 return r;
-        if (c->out->action != TUNE_PLACEMENT_PLACE)
+        if (c->out->action != TUNE_PLAN_PLACE)
                 return 0;
 
         if (cc > 0 && kc > 0) {
@@ -439,7 +439,7 @@ static int deal_home_cpus(plan_state *s) {
 
                 for (unsigned k = 0; k < s->n_claims; k++) {
                         const plan_claim *c = &s->claims[k];
-                        if (c->exclusive && c->out->action == TUNE_PLACEMENT_PLACE && c->home[i])
+                        if (c->exclusive && c->out->action == TUNE_PLAN_PLACE && c->home[i])
                                 homed[n++] = k;
                 }
                 /* Round-robin, one CPU per claim and round, in arrival order. */
@@ -489,7 +489,7 @@ static int borrow_cpus(plan_state *s) {
                 _cleanup_free_ unsigned *order = NULL;
                 unsigned target;
 
-                if (!c->exclusive || c->out->action != TUNE_PLACEMENT_PLACE)
+                if (!c->exclusive || c->out->action != TUNE_PLAN_PLACE)
                         continue;
                 target = c->elastic ? c->min : c->want;
                 if (c->total >= target)
@@ -535,7 +535,7 @@ static int choose_cpus(plan_state *s) {
 
                 for (unsigned k = 0; k < s->n_claims; k++) {
                         plan_claim *c = &s->claims[k];
-                        const tune_placement *prev = c->req->previous;
+                        const tune_plan *prev = c->req->previous;
 
                         if (c->grant[i] == 0 || !prev)
                                 continue;
@@ -614,8 +614,8 @@ static int add_range(tune_cpuset *s, const int *list, unsigned from, unsigned to
  * not move for nothing; new CPUs fill up in preference order. Returns 1 when it applied,
  * 0 when nothing of the previous split survives (then split afresh). */
 static int split_roles_sticky(plan_claim *c, const int *list, unsigned n, unsigned cc, unsigned kc) {
-        const tune_placement *prev = c->req->previous;
-        tune_placement *out = c->out;
+        const tune_plan *prev = c->req->previous;
+        tune_plan *out = c->out;
         _cleanup_cpuset_ tune_cpuset used = {};
         const tune_role roles[2] = { TUNE_ROLE_CONTROL, TUNE_ROLE_COMPUTE };
         const unsigned want[2] = { cc, kc };
@@ -657,7 +657,7 @@ static int split_roles_sticky(plan_claim *c, const int *list, unsigned n, unsign
 
 static int split_roles(const plan_state *s, plan_claim *c) {
         const tune_policy_rule *rule = c->req->rule;
-        tune_placement *out = c->out;
+        tune_plan *out = c->out;
         _cleanup_free_ int *list = NULL;
         unsigned n, h, cc = rule->control.cpus, kc = rule->compute.cpus, cc_home, kc_home;
         char b1[256], b2[256];
@@ -698,7 +698,7 @@ static int split_roles(const plan_state *s, plan_claim *c) {
                 kc = kc < n - 1 ? kc : n - 1;
                 cc = n - kc;
         }
-        if (c->req->previous && c->req->previous->action == TUNE_PLACEMENT_PLACE) {
+        if (c->req->previous && c->req->previous->action == TUNE_PLAN_PLACE) {
                 r = split_roles_sticky(c, list, n, cc, kc);
                 if (r != 0)
                         return r < 0 ? r : add_reason(out, "control threads: %s; compute threads: %s (kept where they were); "
@@ -724,7 +724,7 @@ static int split_roles(const plan_state *s, plan_claim *c) {
 }
 
 static int explain_pool(const plan_state *s, const plan_claim *c) {
-        tune_placement *out = c->out;
+        tune_plan *out = c->out;
         char buf[256];
         int r;
 
@@ -775,7 +775,7 @@ static int explain_pool(const plan_state *s, const plan_claim *c) {
 /* Memory for one home node: that node if it has min_free, else the nearest that has. */
 static int decide_memory_for(const plan_state *s, plan_claim *c, unsigned h, uint64_t min_free) {
         const tune_node *home = &s->t->nodes[h], *best = NULL;
-        tune_placement *out = c->out;
+        tune_plan *out = c->out;
         _cleanup_free_ char *why = NULL, *passed = NULL;
         int best_d = 0, r;
         char b1[32], b2[32];
@@ -842,8 +842,8 @@ static int decide_memory_for(const plan_state *s, plan_claim *c, unsigned h, uin
 
 static int decide_memory(const plan_state *s, plan_claim *c) {
         const tune_policy_rule *rule = c->req->rule;
-        const tune_placement *prev = c->req->previous;
-        tune_placement *out = c->out;
+        const tune_plan *prev = c->req->previous;
+        tune_plan *out = c->out;
         char buf[256];
         int r;
 
@@ -871,7 +871,7 @@ static int decide_memory(const plan_state *s, plan_claim *c) {
 }
 
 static int plan_state_init(plan_state *s, const tune_topology *t, const tune_plan_params *params,
-                           const tune_plan_request *reqs, unsigned n, tune_placement *ret) {
+                           const tune_plan_request *reqs, unsigned n, tune_plan *ret) {
         int r;
 
         s->t = t;
@@ -918,7 +918,7 @@ static int plan_all(plan_state *s) {
                 r = resolve_claim(s, &s->claims[k]);
                 if (r < 0)
                         return r;
-                if (s->claims[k].exclusive && s->claims[k].out->action == TUNE_PLACEMENT_PLACE)
+                if (s->claims[k].exclusive && s->claims[k].out->action == TUNE_PLAN_PLACE)
                         for (unsigned i = 0; i < s->n_nodes; i++)
                                 if (s->claims[k].home[i])
                                         s->nodes[i].n_homed++;
@@ -935,11 +935,11 @@ static int plan_all(plan_state *s) {
         for (unsigned k = 0; k < s->n_claims; k++) {
                 plan_claim *c = &s->claims[k];
 
-                if (c->out->action != TUNE_PLACEMENT_PLACE)
+                if (c->out->action != TUNE_PLAN_PLACE)
                         continue;
                 if (c->exclusive) {
                         if (c->total == 0) {
-                                c->out->action = TUNE_PLACEMENT_REFUSE;
+                                c->out->action = TUNE_PLAN_REFUSE;
                                 r = add_reason(c->out, "not placed: no node has a free CPU left for it "
                                                "(every available CPU is given to other managed processes)");
                                 if (r < 0)
@@ -960,8 +960,8 @@ static int plan_all(plan_state *s) {
         return 0;
 }
 
-int tune_plan(const tune_topology *t, const tune_plan_params *params,
-              const tune_plan_request *reqs, unsigned n, tune_placement *ret) {
+int tune_plan_compute(const tune_topology *t, const tune_plan_params *params,
+                      const tune_plan_request *reqs, unsigned n, tune_plan *ret) {
         plan_state s = {};
         int r;
 
@@ -976,7 +976,7 @@ int tune_plan(const tune_topology *t, const tune_plan_params *params,
         plan_state_done(&s);
         if (r < 0)
                 for (unsigned k = 0; k < n; k++)
-                        tune_placement_done(&ret[k]);
+                        tune_plan_done(&ret[k]);
         return r;
 }
 
@@ -988,7 +988,7 @@ typedef struct placer_entry {
         tune_accel *accels;         /* copies without local_cpus (the plan does not need them) */
         const tune_accel **accel_ptrs;
         unsigned n_accels;
-        tune_placement placement;
+        tune_plan plan;
         bool placed;
 } placer_entry;
 
@@ -1026,7 +1026,7 @@ static int keys_add(tune_keys *k, uint64_t key) {
 static void entry_done(placer_entry *e) {
         free(e->accels);
         free(e->accel_ptrs);
-        tune_placement_done(&e->placement);
+        tune_plan_done(&e->plan);
         memset(e, 0, sizeof *e);
 }
 
@@ -1055,7 +1055,7 @@ tune_placer *tune_placer_free(tune_placer *p) {
         return NULL;
 }
 
-static bool placement_cpus_equal(const tune_placement *a, const tune_placement *b) {
+static bool placement_cpus_equal(const tune_plan *a, const tune_plan *b) {
         if (a->action != b->action || !tune_cpuset_equal(&a->pool, &b->pool))
                 return false;
         for (unsigned i = 0; i < _TUNE_ROLE_MAX; i++)
@@ -1068,7 +1068,7 @@ static bool placement_cpus_equal(const tune_placement *a, const tune_placement *
  * (other than skip_key) whose CPUs changed. On failure nothing changes. */
 static int placer_replan(tune_placer *p, const tune_topology *t, uint64_t skip_key, bool skip, tune_keys *ret_changed) {
         _cleanup_free_ tune_plan_request *reqs = NULL;
-        tune_placement *out = NULL;
+        tune_plan *out = NULL;
         tune_keys changed = {};
         int r;
 
@@ -1084,9 +1084,9 @@ static int placer_replan(tune_placer *p, const tune_topology *t, uint64_t skip_k
                         .rule = p->entries[i].rule,
                         .accels = p->entries[i].accel_ptrs,
                         .n_accels = p->entries[i].n_accels,
-                        .previous = p->entries[i].placed ? &p->entries[i].placement : NULL,
+                        .previous = p->entries[i].placed ? &p->entries[i].plan : NULL,
                 };
-        r = tune_plan(t, &p->params, reqs, p->n, out);
+        r = tune_plan_compute(t, &p->params, reqs, p->n, out);
         if (r < 0) {
                 free(out);
                 return r;
@@ -1095,19 +1095,19 @@ static int placer_replan(tune_placer *p, const tune_topology *t, uint64_t skip_k
                 placer_entry *e = &p->entries[i];
                 if (skip && e->key == skip_key)
                         continue;
-                if (e->placed && !placement_cpus_equal(&e->placement, &out[i]))
+                if (e->placed && !placement_cpus_equal(&e->plan, &out[i]))
                         r = keys_add(&changed, e->key);
         }
         if (r < 0) {
                 for (unsigned i = 0; i < p->n; i++)
-                        tune_placement_done(&out[i]);
+                        tune_plan_done(&out[i]);
                 free(out);
                 tune_keys_done(&changed);
                 return r;
         }
         for (unsigned i = 0; i < p->n; i++) {
-                tune_placement_done(&p->entries[i].placement);
-                p->entries[i].placement = out[i];
+                tune_plan_done(&p->entries[i].plan);
+                p->entries[i].plan = out[i];
                 p->entries[i].placed = true;
         }
         free(out);
@@ -1165,19 +1165,19 @@ int tune_placer_set(tune_placer *p, uint64_t key, const tune_policy_rule *rule,
         if (e) {
                 /* Replace in place, keeping the CPUs it has; its memory is decided anew. */
                 placer_entry old = *e;
-                fresh.placement = old.placement;
+                fresh.plan = old.plan;
                 fresh.placed = old.placed;
-                fresh.placement.memory_decided = false;
+                fresh.plan.memory_decided = false;
                 *e = fresh;
                 r = placer_replan(p, p->t, key, true, ret_changed);
                 if (r < 0) {
-                        e->placement.memory_decided = old.placement.memory_decided;
-                        fresh.placement = (tune_placement) {};
+                        e->plan.memory_decided = old.plan.memory_decided;
+                        fresh.plan = (tune_plan) {};
                         entry_done(&fresh);
                         *e = old;
                         return r;
                 }
-                old.placement = (tune_placement) {};
+                old.plan = (tune_plan) {};
                 entry_done(&old);
                 return 0;
         }
@@ -1228,9 +1228,9 @@ int tune_placer_set_topology(tune_placer *p, const tune_topology *t, tune_keys *
         return placer_replan(p, t, 0, false, ret_changed);
 }
 
-const tune_placement *tune_placer_get(const tune_placer *p, uint64_t key) {
+const tune_plan *tune_placer_get(const tune_placer *p, uint64_t key) {
         const placer_entry *e = placer_find(p, key);
-        return e && e->placed ? &e->placement : NULL;
+        return e && e->placed ? &e->plan : NULL;
 }
 
 unsigned tune_placer_count(const tune_placer *p) {
@@ -1241,8 +1241,8 @@ int tune_placer_inference_cpus(const tune_placer *p, tune_cpuset *ret) {
         _cleanup_cpuset_ tune_cpuset all = {};
 
         for (unsigned i = 0; i < p->n; i++) {
-                const tune_placement *pl = &p->entries[i].placement;
-                if (!p->entries[i].placed || pl->action != TUNE_PLACEMENT_PLACE)
+                const tune_plan *pl = &p->entries[i].plan;
+                if (!p->entries[i].placed || pl->action != TUNE_PLAN_PLACE)
                         continue;
                 int r = tune_cpuset_or(&all, &pl->pool);
                 if (r < 0)

@@ -53,16 +53,16 @@ static void vreport(sctx *c, bool warning, const char *fmt, va_list ap) {
                 c->r = r;
 }
 
-static void err(sctx *c, const char *fmt, ...) _printf_(2, 3);
-static void err(sctx *c, const char *fmt, ...) {
+static void schema_error(sctx *c, const char *fmt, ...) _printf_(2, 3);
+static void schema_error(sctx *c, const char *fmt, ...) {
         va_list ap;
         va_start(ap, fmt);
         vreport(c, false, fmt, ap);
         va_end(ap);
 }
 
-static void warn(sctx *c, const char *fmt, ...) _printf_(2, 3);
-static void warn(sctx *c, const char *fmt, ...) {
+static void schema_warning(sctx *c, const char *fmt, ...) _printf_(2, 3);
+static void schema_warning(sctx *c, const char *fmt, ...) {
         va_list ap;
         va_start(ap, fmt);
         vreport(c, true, fmt, ap);
@@ -161,7 +161,7 @@ static void check_keys_ex(sctx *c, json_object *o, const char *const *allowed, c
                 if (streq(key, "comment")) {
                         if (val && !json_object_is_type(val, json_type_string)) {
                                 size_t saved = push_key(c, key);
-                                err(c, "expected a string, got %s", type_name(val));
+                                schema_error(c, "expected a string, got %s", type_name(val));
                                 pop(c, saved);
                         }
                         continue;
@@ -179,7 +179,7 @@ static void check_keys_ex(sctx *c, json_object *o, const char *const *allowed, c
                         }
                 }
                 if (best && best_d <= 2 && best_d < strlen(best))
-                        err(c, "unknown key (did you mean \"%s\"?)", best);
+                        schema_error(c, "unknown key (did you mean \"%s\"?)", best);
                 else {
                         char list[512] = "";
                         size_t n = 0;
@@ -189,7 +189,7 @@ static void check_keys_ex(sctx *c, json_object *o, const char *const *allowed, c
                                         break;
                                 n += (size_t) w;
                         }
-                        err(c, "unknown key; known keys here: %s", list);
+                        schema_error(c, "unknown key; known keys here: %s", list);
                 }
                 pop(c, saved);
         }
@@ -214,7 +214,7 @@ static bool get_object(sctx *c, json_object *o, const char *key, json_object **r
                 return false;
         if (!json_object_is_type(v, json_type_object)) {
                 size_t saved = push_key(c, key);
-                err(c, "expected an object ({ ... }), got %s", type_name(v));
+                schema_error(c, "expected an object ({ ... }), got %s", type_name(v));
                 pop(c, saved);
                 return false;
         }
@@ -228,7 +228,7 @@ static bool get_bool(sctx *c, json_object *o, const char *key, bool *ret) {
                 return false;
         if (!json_object_is_type(v, json_type_boolean)) {
                 size_t saved = push_key(c, key);
-                err(c, "expected true or false, got %s", type_name(v));
+                schema_error(c, "expected true or false, got %s", type_name(v));
                 pop(c, saved);
                 return false;
         }
@@ -241,16 +241,16 @@ static bool int_value(sctx *c, json_object *v, int64_t min, int64_t max, const c
         if (!json_object_is_type(v, json_type_int)) {
                 if (json_object_is_type(v, json_type_string) && min >= 0) {
                         _cleanup_free_ char *q = policy_quote(json_object_get_string(v), (size_t) json_object_get_string_len(v), 32);
-                        err(c, "expected a number%s%s, got the string %s (write it without quotes)", unit ? " of " : "",
+                        schema_error(c, "expected a number%s%s, got the string %s (write it without quotes)", unit ? " of " : "",
                             unit ? unit : "", q ? q : "");
                 } else
-                        err(c, "expected a whole number, got %s", type_name(v));
+                        schema_error(c, "expected a whole number, got %s", type_name(v));
                 return false;
         }
         int64_t x = json_object_get_int64(v);
         /* json-c keeps numbers above INT64_MAX as unsigned and clamps them here. */
         if (x < min || x > max || (x == INT64_MAX && json_object_get_uint64(v) != (uint64_t) INT64_MAX)) {
-                err(c, "must be between %lld and %lld, got %s", (long long) min, (long long) max, json_object_to_json_string(v));
+                schema_error(c, "must be between %lld and %lld, got %s", (long long) min, (long long) max, json_object_to_json_string(v));
                 return false;
         }
         *ret = x;
@@ -291,9 +291,9 @@ static bool get_switch(sctx *c, json_object *o, const char *key, int *ret) {
         }
         size_t saved = push_key(c, key);
         if (json_object_is_type(v, json_type_int))
-                err(c, "must be 0 or 1 (or false or true), got %s", json_object_to_json_string(v));
+                schema_error(c, "must be 0 or 1 (or false or true), got %s", json_object_to_json_string(v));
         else
-                err(c, "expected 0 or 1 (or false or true), got %s", type_name(v));
+                schema_error(c, "expected 0 or 1 (or false or true), got %s", type_name(v));
         pop(c, saved);
         return false;
 }
@@ -301,21 +301,21 @@ static bool get_switch(sctx *c, json_object *o, const char *key, int *ret) {
 /* The string value v at the current path: no NUL, at most max bytes, not empty. */
 static bool string_value(sctx *c, json_object *v, size_t max, const char **ret) {
         if (!json_object_is_type(v, json_type_string)) {
-                err(c, "expected a string, got %s", type_name(v));
+                schema_error(c, "expected a string, got %s", type_name(v));
                 return false;
         }
         const char *s = json_object_get_string(v);
         size_t len = (size_t) json_object_get_string_len(v);
         if (strlen(s) != len) {
-                err(c, "contains a NUL character (\\u0000)");
+                schema_error(c, "contains a NUL character (\\u0000)");
                 return false;
         }
         if (len == 0) {
-                err(c, "is empty");
+                schema_error(c, "is empty");
                 return false;
         }
         if (len > max) {
-                err(c, "is %zu bytes long; the limit is %zu", len, max);
+                schema_error(c, "is %zu bytes long; the limit is %zu", len, max);
                 return false;
         }
         *ret = s;
@@ -348,7 +348,7 @@ static bool get_enum(sctx *c, json_object *o, const char *key, const char *const
                                 break;
                         n += (size_t) w;
                 }
-                err(c, "expected one of %s, got %s", list, type_name(v));
+                schema_error(c, "expected one of %s, got %s", list, type_name(v));
                 pop(c, saved);
                 return false;
         }
@@ -369,7 +369,7 @@ static bool get_enum(sctx *c, json_object *o, const char *key, const char *const
                                 break;
                         n += (size_t) w;
                 }
-                err(c, "must be one of %s, got %s", list, q ? q : "");
+                schema_error(c, "must be one of %s, got %s", list, q ? q : "");
         }
         pop(c, saved);
         return false;
@@ -407,12 +407,12 @@ static bool get_cpuset(sctx *c, json_object *o, const char *key, unsigned max, c
         if (r == -ENOMEM)
                 c->r = r;
         else if (r == -ERANGE || (r >= 0 && tune_cpuset_next(ret, max + 1) >= 0))
-                err(c, "%s numbers stop at %u", what, max);
+                schema_error(c, "%s numbers stop at %u", what, max);
         else if (r < 0) {
                 _cleanup_free_ char *q = policy_quote(s, strlen(s), 32);
-                err(c, "expected a %s list like \"0-3,8\", got %s", what, q ? q : "");
+                schema_error(c, "expected a %s list like \"0-3,8\", got %s", what, q ? q : "");
         } else if (tune_cpuset_is_empty(ret))
-                err(c, "is an empty %s list", what);
+                schema_error(c, "is an empty %s list", what);
         pop(c, saved);
         return r >= 0 && !tune_cpuset_is_empty(ret) && tune_cpuset_next(ret, max + 1) < 0;
 }
@@ -612,15 +612,15 @@ static bool compile_regex(sctx *c, const char *src, int flags, regex_t *ret) {
         int r;
 
         if (why && why[0] == '!') {
-                err(c, "regular expression refused: it %s", why + 1);
+                schema_error(c, "regular expression refused: it %s", why + 1);
                 return false;
         }
         if (why) {
-                err(c, "not a valid POSIX extended regular expression: it %s", why);
+                schema_error(c, "not a valid POSIX extended regular expression: it %s", why);
                 return false;
         }
         if (cost > REGEX_COST_MAX) {
-                err(c, "regular expression too complex (expands to about %lu states; the limit is %d)", cost, REGEX_COST_MAX);
+                schema_error(c, "regular expression too complex (expands to about %lu states; the limit is %d)", cost, REGEX_COST_MAX);
                 return false;
         }
         r = regcomp(ret, src, REG_EXTENDED | flags);
@@ -629,7 +629,7 @@ static bool compile_regex(sctx *c, const char *src, int flags, regex_t *ret) {
                 regerror(r, ret, buf, sizeof buf);
                 if (r == REG_ESPACE)
                         c->r = -ENOMEM;
-                err(c, "not a valid POSIX extended regular expression: %s", buf);
+                schema_error(c, "not a valid POSIX extended regular expression: %s", buf);
                 return false;
         }
         return true;
@@ -644,11 +644,11 @@ static bool glob_value(sctx *c, json_object *v, bool comm, const char **ret) {
                 return false;
         why = glob_problem(g, &min);
         if (why) {
-                err(c, "not a valid glob: it %s", why);
+                schema_error(c, "not a valid glob: it %s", why);
                 return false;
         }
         if (comm && min > COMM_MAX_LEN) {
-                err(c, "can never match: a comm is at most %d bytes and this glob needs %zu (the kernel cuts names "
+                schema_error(c, "can never match: a comm is at most %d bytes and this glob needs %zu (the kernel cuts names "
                        "to 15 bytes: match the start, e.g. with a trailing '*', or match the title with cmdline)",
                     COMM_MAX_LEN, min);
                 return false;
@@ -684,12 +684,12 @@ static bool get_glob_list(sctx *c, json_object *o, const char *key, char ***ret)
         else if (json_object_is_type(v, json_type_array))
                 n = json_object_array_length(v);
         else {
-                err(c, "expected a glob or an array of globs, got %s", type_name(v));
+                schema_error(c, "expected a glob or an array of globs, got %s", type_name(v));
                 pop(c, saved);
                 return false;
         }
         if (n > LIST_MAX) {
-                err(c, "has %zu entries; the limit is %d", n, LIST_MAX);
+                schema_error(c, "has %zu entries; the limit is %d", n, LIST_MAX);
                 pop(c, saved);
                 return false;
         }
@@ -704,7 +704,7 @@ static bool get_glob_list(sctx *c, json_object *o, const char *key, char ***ret)
                 const char *g;
                 size_t s2 = json_object_is_type(v, json_type_array) ? push_index(c, i) : c->path_len;
                 if (!e) {
-                        err(c, "expected a glob, got null");
+                        schema_error(c, "expected a glob, got null");
                         ok = false;
                 } else if (glob_value(c, e, true, &g)) {
                         list[i] = strdup(g);
@@ -777,7 +777,7 @@ static void parse_host(sctx *c, json_object *o, tune_policy_host *h) {
                 if (get_string(c, sub, "governor", 15, &g)) {
                         if (!only_chars(g, LOWER DIGIT "_-")) {
                                 size_t s2 = push_key(c, "governor");
-                                err(c, "not a cpufreq governor name (lower-case letters, digits, '_', '-'), e.g. \"performance\"");
+                                schema_error(c, "not a cpufreq governor name (lower-case letters, digits, '_', '-'), e.g. \"performance\"");
                                 pop(c, s2);
                         } else
                                 (void) dup_string(c, g, &h->governor);
@@ -813,7 +813,7 @@ static void parse_host(sctx *c, json_object *o, tune_policy_host *h) {
                 (void) get_bool(c, sub, "steer_accelerator_irqs", &h->irq_steer_accelerator_irqs);
                 if (!c->o->fragment && h->irq_manage && h->irq_steer_accelerator_irqs && h->irq_housekeeping_cpus_per_node == 0) {
                         size_t s2 = push_key(c, "housekeeping_cpus_per_node");
-                        err(c, "must be at least 1 when steer_accelerator_irqs is true (accelerator IRQs go to the "
+                        schema_error(c, "must be at least 1 when steer_accelerator_irqs is true (accelerator IRQs go to the "
                                "housekeeping CPUs of their node)");
                         pop(c, s2);
                 }
@@ -861,7 +861,7 @@ static bool parse_pci_id(sctx *c, const char *s, uint32_t *vendor, uint32_t *dev
         }
         return true;
 bad:
-        err(c, "expected a PCI vendor:device id as lspci -nn prints it, like \"19e5:d802\" or \"19e5:*\"");
+        schema_error(c, "expected a PCI vendor:device id as lspci -nn prints it, like \"19e5:d802\" or \"19e5:*\"");
         return false;
 }
 
@@ -881,25 +881,25 @@ static void parse_kind(sctx *c, json_object *o, tune_policy_kind *k) {
         if (get_string(c, o, "name", TUNE_ACCEL_KIND_MAX - 1, &s)) {
                 if (!only_chars(s, LOWER DIGIT "_-")) {
                         size_t saved = push_key(c, "name");
-                        err(c, "a kind name has lower-case letters, digits, '_' and '-' only");
+                        schema_error(c, "a kind name has lower-case letters, digits, '_' and '-' only");
                         pop(c, saved);
                 } else
                         snprintf(k->kind.name, sizeof k->kind.name, "%s", s);
         } else if (!member(o, "name")) {
-                err(c, "missing \"name\": every accelerator kind needs one (rules refer to it, drop-ins merge by it)");
+                schema_error(c, "missing \"name\": every accelerator kind needs one (rules refer to it, drop-ins merge by it)");
         }
         if (get_string(c, o, "pci_id", 16, &s)) {
                 size_t saved = push_key(c, "pci_id");
                 (void) parse_pci_id(c, s, &k->kind.vendor, &k->kind.device);
                 pop(c, saved);
         } else if (!c->o->fragment && !member(o, "pci_id"))
-                err(c, "missing \"pci_id\": which PCI vendor:device this kind is, like \"1234:11e8\"");
+                schema_error(c, "missing \"pci_id\": which PCI vendor:device this kind is, like \"1234:11e8\"");
         if (get_string(c, o, "device_node", 48, &s)) {
                 size_t saved = push_key(c, "device_node");
                 const char *n = strstr(s, "%N");
                 if (!startswith_lit(s, "/dev/") || !n || strchr(n + 2, '%') || strchr(s, '%') != n || strstr(s, "/../") ||
                     strstr(s, "/./") || !only_chars(s, LOWER UPPER DIGIT "/_-.%:"))
-                        err(c, "expected a device path below /dev with one %%N for the index, like \"/dev/edu%%N\"");
+                        schema_error(c, "expected a device path below /dev with one %%N for the index, like \"/dev/edu%%N\"");
                 else
                         (void) dup_string(c, s, (char **) &k->kind.device_pattern);
                 pop(c, saved);
@@ -907,7 +907,7 @@ static void parse_kind(sctx *c, json_object *o, tune_policy_kind *k) {
         if (get_string(c, o, "visible_devices_env", 128, &s)) {
                 if (!only_chars(s, LOWER UPPER DIGIT "_") || strchr(DIGIT, s[0])) {
                         size_t saved = push_key(c, "visible_devices_env");
-                        err(c, "not an environment variable name (letters, digits, '_'; not starting with a digit)");
+                        schema_error(c, "not an environment variable name (letters, digits, '_'; not starting with a digit)");
                         pop(c, saved);
                 } else
                         (void) dup_string(c, s, &k->visible_env);
@@ -925,15 +925,15 @@ static void parse_override(sctx *c, json_object *o, tune_policy_node_override *o
         if (get_string(c, o, "pci", 16, &s)) {
                 if (policy_parse_pci(s, ov->pci) < 0) {
                         size_t saved = push_key(c, "pci");
-                        err(c, "expected a PCI address like \"0000:c1:00.0\"");
+                        schema_error(c, "expected a PCI address like \"0000:c1:00.0\"");
                         pop(c, saved);
                 }
         } else if (!member(o, "pci"))
-                err(c, "missing \"pci\": the PCI address of the device, like \"0000:c1:00.0\"");
+                schema_error(c, "missing \"pci\": the PCI address of the device, like \"0000:c1:00.0\"");
         if (get_int(c, o, "node", 0, NODE_MAX, NULL, &node))
                 ov->node = (int) node;
         else if (!c->o->fragment && !member(o, "node"))
-                err(c, "missing \"node\": the NUMA node the device is attached to");
+                schema_error(c, "missing \"node\": the NUMA node the device is attached to");
 }
 
 /* Runs f over each element of the array at key, with the path set. */
@@ -943,13 +943,13 @@ static bool get_array(sctx *c, json_object *o, const char *key, size_t max, json
                 return false;
         if (!json_object_is_type(v, json_type_array)) {
                 size_t saved = push_key(c, key);
-                err(c, "expected an array ([ ... ]), got %s", type_name(v));
+                schema_error(c, "expected an array ([ ... ]), got %s", type_name(v));
                 pop(c, saved);
                 return false;
         }
         if (json_object_array_length(v) > max) {
                 size_t saved = push_key(c, key);
-                err(c, "has %zu entries; the limit is %zu", json_object_array_length(v), max);
+                schema_error(c, "has %zu entries; the limit is %zu", json_object_array_length(v), max);
                 pop(c, saved);
                 return false;
         }
@@ -975,13 +975,13 @@ static void parse_accelerators(sctx *c, json_object *o, tune_policy *p) {
                         tune_policy_kind *k = &p->kinds[p->n_kinds++];
                         k->merged_index = (unsigned) i;
                         if (!e || !json_object_is_type(e, json_type_object))
-                                err(c, "expected an object, got %s", e ? type_name(e) : "null");
+                                schema_error(c, "expected an object, got %s", e ? type_name(e) : "null");
                         else
                                 parse_kind(c, e, k);
                         for (unsigned j = 0; j + 1 < p->n_kinds && k->kind.name[0]; j++)
                                 if (streq(p->kinds[j].kind.name, k->kind.name)) {
                                         size_t s3 = push_key(c, "name");
-                                        err(c, "kind \"%s\" is already declared by accelerators.kinds[%u]", k->kind.name, j);
+                                        schema_error(c, "kind \"%s\" is already declared by accelerators.kinds[%u]", k->kind.name, j);
                                         pop(c, s3);
                                 }
                         pop(c, s2);
@@ -1000,13 +1000,13 @@ static void parse_accelerators(sctx *c, json_object *o, tune_policy *p) {
                         ov->merged_index = (unsigned) i;
                         ov->node = -1;
                         if (!e || !json_object_is_type(e, json_type_object))
-                                err(c, "expected an object, got %s", e ? type_name(e) : "null");
+                                schema_error(c, "expected an object, got %s", e ? type_name(e) : "null");
                         else
                                 parse_override(c, e, ov);
                         for (unsigned j = 0; j + 1 < p->n_overrides && ov->pci[0]; j++)
                                 if (streq(p->overrides[j].pci, ov->pci)) {
                                         size_t s3 = push_key(c, "pci");
-                                        err(c, "device %s already has an override in accelerators.numa_node_overrides[%u]", ov->pci, j);
+                                        schema_error(c, "device %s already has an override in accelerators.numa_node_overrides[%u]", ov->pci, j);
                                         pop(c, s3);
                                 }
                         pop(c, s2);
@@ -1073,15 +1073,15 @@ static void parse_users(sctx *c, json_object *v, tune_policy_rule *r) {
 
         if (!json_object_is_type(v, json_type_array) && !json_object_is_type(v, json_type_string) &&
             !json_object_is_type(v, json_type_int)) {
-                err(c, "expected a user name, a uid or an array of them, got %s", type_name(v));
+                schema_error(c, "expected a user name, a uid or an array of them, got %s", type_name(v));
                 return;
         }
         if (n == 0) {
-                err(c, "can never match: the list of users is empty");
+                schema_error(c, "can never match: the list of users is empty");
                 return;
         }
         if (n > LIST_MAX) {
-                err(c, "has %zu entries; the limit is %d", n, LIST_MAX);
+                schema_error(c, "has %zu entries; the limit is %d", n, LIST_MAX);
                 return;
         }
         free(r->match_uids);
@@ -1101,20 +1101,20 @@ static void parse_users(sctx *c, json_object *v, tune_policy_rule *r) {
                         if (int_value(c, e, 0, (int64_t) UINT32_MAX - 1, NULL, &uid))
                                 r->match_uids[r->n_match_uids++] = (uid_t) uid;
                 } else if (!e || !json_object_is_type(e, json_type_string))
-                        err(c, "expected a user name or a uid, got %s", e ? type_name(e) : "null");
+                        schema_error(c, "expected a user name or a uid, got %s", e ? type_name(e) : "null");
                 else if (string_value(c, e, 32, &name)) {
                         if (!only_chars(name, LOWER UPPER DIGIT "_.-$") || name[0] == '-') {
                                 _cleanup_free_ char *q = policy_quote(name, strlen(name), 32);
-                                err(c, "%s is not a user name", q ? q : "");
+                                schema_error(c, "%s is not a user name", q ? q : "");
                         } else if (!c->o->fragment) {
                                 uid_t u;
                                 int k = resolve_user(c, name, &u);
                                 if (k == -ENOMEM)
                                         c->r = k;
                                 else if (k < 0 && c->o->host_warnings)
-                                        warn(c, "unknown user \"%s\" on this host", name);
+                                        schema_warning(c, "unknown user \"%s\" on this host", name);
                                 else if (k < 0)
-                                        err(c, "unknown user \"%s\"", name);
+                                        schema_error(c, "unknown user \"%s\"", name);
                                 else
                                         r->match_uids[r->n_match_uids++] = u;
                         }
@@ -1134,10 +1134,10 @@ static void parse_match(sctx *c, json_object *o, tune_policy_rule *r) {
                 size_t saved = push_key(c, "exe");
                 const char *e = r->match_exe;
                 if (!strchr("/*?[", e[0]))
-                        err(c, "can never match: executable paths are absolute (the resolved /proc/PID/exe); start the "
+                        schema_error(c, "can never match: executable paths are absolute (the resolved /proc/PID/exe); start the "
                                "glob with '/' or '*'");
                 else if (strstr(e, "//") || strstr(e, "/./") || strstr(e, "/../"))
-                        err(c, "can never match: the executable path is resolved (no \"//\", \"/./\" or \"/../\" in it)");
+                        schema_error(c, "can never match: the executable path is resolved (no \"//\", \"/./\" or \"/../\" in it)");
                 pop(c, saved);
         }
         if (get_string(c, o, "cmdline", PATTERN_MAX_LEN, &s)) {
@@ -1157,10 +1157,10 @@ static void parse_match(sctx *c, json_object *o, tune_policy_rule *r) {
                 size_t saved = push_key(c, "cgroup");
                 size_t len = strlen(s);
                 if (s[0] != '/')
-                        err(c, "can never match: cgroup paths start with '/', like \"/system.slice/vllm.service\"");
+                        schema_error(c, "can never match: cgroup paths start with '/', like \"/system.slice/vllm.service\"");
                 else if (strstr(s, "//") || strstr(s, "/./") || strstr(s, "/../") || (len > 1 && s[len - 1] == '/') ||
                          (len >= 2 && streq(s + len - 2, "/.")) || (len >= 3 && streq(s + len - 3, "/..")) || strchr(s, '\n'))
-                        err(c, "can never match: write the cgroup path as /proc/PID/cgroup shows it (no \"//\", \".\", "
+                        schema_error(c, "can never match: write the cgroup path as /proc/PID/cgroup shows it (no \"//\", \".\", "
                                "\"..\" or trailing '/')");
                 else
                         (void) dup_string(c, s, &r->match_cgroup);
@@ -1196,21 +1196,21 @@ static void parse_rule_accelerators(sctx *c, json_object *v, tune_policy_rule *r
                         r->accel_mode = TUNE_ACCEL_NONE;
                 else {
                         _cleanup_free_ char *q = policy_quote(s, (size_t) json_object_get_string_len(v), 32);
-                        err(c, "must be \"auto\", \"none\" or an array like [\"ascend:0\", \"ascend:1\"], got %s", q ? q : "");
+                        schema_error(c, "must be \"auto\", \"none\" or an array like [\"ascend:0\", \"ascend:1\"], got %s", q ? q : "");
                 }
                 return;
         }
         if (!json_object_is_type(v, json_type_array)) {
-                err(c, "expected \"auto\", \"none\" or an array like [\"ascend:0\", \"ascend:1\"], got %s", type_name(v));
+                schema_error(c, "expected \"auto\", \"none\" or an array like [\"ascend:0\", \"ascend:1\"], got %s", type_name(v));
                 return;
         }
         size_t n = json_object_array_length(v);
         if (n == 0) {
-                err(c, "is an empty list: write \"none\" for processes that use no accelerator");
+                schema_error(c, "is an empty list: write \"none\" for processes that use no accelerator");
                 return;
         }
         if (n > ACCELS_MAX) {
-                err(c, "has %zu entries; the limit is %d", n, ACCELS_MAX);
+                schema_error(c, "has %zu entries; the limit is %d", n, ACCELS_MAX);
                 return;
         }
         tune_accel_ref *refs = calloc(n, sizeof *refs);
@@ -1223,17 +1223,17 @@ static void parse_rule_accelerators(sctx *c, json_object *v, tune_policy_rule *r
                 json_object *e = json_object_array_get_idx(v, i);
                 size_t saved = push_index(c, i);
                 if (!e || !json_object_is_type(e, json_type_string)) {
-                        err(c, "expected \"KIND:INDEX\" like \"ascend:0\", got %s", e ? type_name(e) : "null");
+                        schema_error(c, "expected \"KIND:INDEX\" like \"ascend:0\", got %s", e ? type_name(e) : "null");
                         ok = false;
                 } else if (strlen(json_object_get_string(e)) != (size_t) json_object_get_string_len(e) ||
                            parse_accel_ref(json_object_get_string(e), &refs[i]) < 0) {
                         _cleanup_free_ char *q = policy_quote(json_object_get_string(e), (size_t) json_object_get_string_len(e), 32);
-                        err(c, "expected \"KIND:INDEX\" like \"ascend:0\" (index 0-%d), got %s", INDEX_MAX, q ? q : "");
+                        schema_error(c, "expected \"KIND:INDEX\" like \"ascend:0\" (index 0-%d), got %s", INDEX_MAX, q ? q : "");
                         ok = false;
                 } else
                         for (size_t j = 0; j < i; j++)
                                 if (streq(refs[j].kind, refs[i].kind) && refs[j].index == refs[i].index) {
-                                        err(c, "%s:%d is already listed", refs[i].kind, refs[i].index);
+                                        schema_error(c, "%s:%d is already listed", refs[i].kind, refs[i].index);
                                         ok = false;
                                 }
                 pop(c, saved);
@@ -1258,13 +1258,13 @@ static void parse_rank(sctx *c, json_object *o, tune_policy_rule *r) {
         if (get_enum(c, o, "from", froms, &from))
                 r->rank_source = from == 0 ? TUNE_RANK_CMDLINE : from == 1 ? TUNE_RANK_COMM : TUNE_RANK_ENV;
         else if (!c->o->fragment && !member(o, "from"))
-                err(c, "missing \"from\": where the rank is read, \"cmdline\", \"comm\" or \"env\"");
+                schema_error(c, "missing \"from\": where the rank is read, \"cmdline\", \"comm\" or \"env\"");
         if (get_string(c, o, "regex", PATTERN_MAX_LEN, &s)) {
                 size_t saved = push_key(c, "regex");
                 regex_t re;
                 if (compile_regex(c, s, 0, &re)) {
                         if (re.re_nsub < 1) {
-                                err(c, "needs a capture group around the rank's digits, like \"_TP([0-9]+)\"");
+                                schema_error(c, "needs a capture group around the rank's digits, like \"_TP([0-9]+)\"");
                                 regfree(&re);
                         } else {
                                 char *src = strdup(s);
@@ -1286,7 +1286,7 @@ static void parse_rank(sctx *c, json_object *o, tune_policy_rule *r) {
         if (get_string(c, o, "env", 128, &s)) {
                 if (!only_chars(s, LOWER UPPER DIGIT "_") || strchr(DIGIT, s[0])) {
                         size_t saved = push_key(c, "env");
-                        err(c, "not an environment variable name (letters, digits, '_'; not starting with a digit)");
+                        schema_error(c, "not an environment variable name (letters, digits, '_'; not starting with a digit)");
                         pop(c, saved);
                 } else
                         (void) dup_string(c, s, &r->rank_env);
@@ -1294,18 +1294,18 @@ static void parse_rank(sctx *c, json_object *o, tune_policy_rule *r) {
         if (c->o->fragment)
                 return;
         if ((r->rank_source == TUNE_RANK_CMDLINE || r->rank_source == TUNE_RANK_COMM) && !member(o, "regex"))
-                err(c, "missing \"regex\": rank from %s needs a regular expression with one capture group, like "
+                schema_error(c, "missing \"regex\": rank from %s needs a regular expression with one capture group, like "
                        "\"_TP([0-9]+)\"", r->rank_source == TUNE_RANK_CMDLINE ? "cmdline" : "comm");
         if (r->rank_source == TUNE_RANK_ENV && !member(o, "env"))
-                err(c, "missing \"env\": rank from env needs the variable's name, like \"RANK\"");
+                schema_error(c, "missing \"env\": rank from env needs the variable's name, like \"RANK\"");
         if (r->rank_source == TUNE_RANK_ENV && member(o, "regex")) {
                 size_t saved = push_key(c, "regex");
-                err(c, "has no use with \"from\": \"env\" (the variable's value is the rank)");
+                schema_error(c, "has no use with \"from\": \"env\" (the variable's value is the rank)");
                 pop(c, saved);
         }
         if ((r->rank_source == TUNE_RANK_CMDLINE || r->rank_source == TUNE_RANK_COMM) && member(o, "env")) {
                 size_t saved = push_key(c, "env");
-                err(c, "has no use with \"from\": \"%s\"", r->rank_source == TUNE_RANK_CMDLINE ? "cmdline" : "comm");
+                schema_error(c, "has no use with \"from\": \"%s\"", r->rank_source == TUNE_RANK_CMDLINE ? "cmdline" : "comm");
                 pop(c, saved);
         }
 }
@@ -1325,11 +1325,11 @@ static void parse_threads(sctx *c, json_object *o, tune_policy_rule *r) {
                 if (!c->o->fragment) {
                         bool members = r->control.main_thread || (r->control.name_globs && r->control.name_globs[0]);
                         if (!members && !member(sub, "names") && !member(sub, "main_thread"))
-                                err(c, "has no members: give \"names\" (globs on thread names) or \"main_thread\": true");
+                                schema_error(c, "has no members: give \"names\" (globs on thread names) or \"main_thread\": true");
                         else if (!members && member(sub, "main_thread") && !member(sub, "names"))
-                                err(c, "has no members: \"main_thread\" is false and there are no \"names\"");
+                                schema_error(c, "has no members: \"main_thread\" is false and there are no \"names\"");
                         else if (members && !member(sub, "cpus"))
-                                err(c, "missing \"cpus\": how many CPUs the control threads get, e.g. \"cpus\": 2");
+                                schema_error(c, "missing \"cpus\": how many CPUs the control threads get, e.g. \"cpus\": 2");
                 }
                 pop(c, saved);
         }
@@ -1343,7 +1343,7 @@ static void parse_threads(sctx *c, json_object *o, tune_policy_rule *r) {
                         json_object *v;
                         if (json_object_object_get_ex(sub, key, &v)) {
                                 size_t s2 = push_key(c, key);
-                                err(c, "compute takes every thread that is not control; it has no \"%s\" (put them in "
+                                schema_error(c, "compute takes every thread that is not control; it has no \"%s\" (put them in "
                                        "control, or leave them out)", key);
                                 pop(c, s2);
                         }
@@ -1378,13 +1378,13 @@ static void parse_unattributed(sctx *c, json_object *o, tune_policy_rule *r) {
         if (c->o->fragment)
                 return;
         if (r->unattributed == TUNE_UNATTRIBUTED_PLACE && !member(o, "cpus") && !member(o, "nodes"))
-                err(c, "\"action\": \"place\" needs \"cpus\" (a CPU list like \"96-119\") or \"nodes\" (like \"4,6\")");
+                schema_error(c, "\"action\": \"place\" needs \"cpus\" (a CPU list like \"96-119\") or \"nodes\" (like \"4,6\")");
         if (r->unattributed == TUNE_UNATTRIBUTED_LEAVE)
                 for (size_t i = 0; i < 2; i++) {
                         const char *key = i ? "nodes" : "cpus";
                         if (member(o, key)) {
                                 size_t saved = push_key(c, key);
-                                err(c, "has no effect: \"action\" is \"leave\" (write \"action\": \"place\" to use it)");
+                                schema_error(c, "has no effect: \"action\" is \"leave\" (write \"action\": \"place\" to use it)");
                                 pop(c, saved);
                         }
                 }
@@ -1414,12 +1414,12 @@ static bool parse_rule(sctx *c, json_object *o, tune_policy_rule *r) {
         if (get_string(c, o, "name", NAME_MAX_LEN, &s)) {
                 if (!valid_rule_name(s)) {
                         size_t saved = push_key(c, "name");
-                        err(c, "a rule name has letters, digits, '_', '.' and '-' only, and starts with a letter or digit");
+                        schema_error(c, "a rule name has letters, digits, '_', '.' and '-' only, and starts with a letter or digit");
                         pop(c, saved);
                 } else
                         (void) dup_string(c, s, &r->name);
         } else if (!member(o, "name"))
-                err(c, "missing \"name\": every rule needs one (logs name it, drop-ins merge by it)");
+                schema_error(c, "missing \"name\": every rule needs one (logs name it, drop-ins merge by it)");
         (void) get_bool(c, o, "enabled", &enabled);
         if (get_int(c, o, "priority", -1000, 1000, NULL, &prio))
                 r->priority = (int) prio;
@@ -1464,24 +1464,24 @@ static bool parse_rule(sctx *c, json_object *o, tune_policy_rule *r) {
         bool any = r->match_comm || r->match_exe || r->has_match_cmdline || r->match_uids || r->match_cgroup;
         bool tried = m && json_object_is_type(m, json_type_object) && json_object_object_length(m) > 0;
         if (!m) {
-                err(c, "missing \"match\": a rule needs at least one of comm, exe, cmdline, user, cgroup");
+                schema_error(c, "missing \"match\": a rule needs at least one of comm, exe, cmdline, user, cgroup");
         } else if (!any && !tried && json_object_is_type(m, json_type_object)) {
                 size_t saved = push_key(c, "match");
-                err(c, "is empty: a rule needs at least one of comm, exe, cmdline, user, cgroup");
+                schema_error(c, "is empty: a rule needs at least one of comm, exe, cmdline, user, cgroup");
                 pop(c, saved);
         } else if (r->match_comm && !r->match_exe && !r->has_match_cmdline && !r->match_uids && !r->match_cgroup) {
                 size_t saved = push_key(c, "match");
-                warn(c, "matches on comm only: any user can name a process that way; add exe, cmdline, user or cgroup");
+                schema_warning(c, "matches on comm only: any user can name a process that way; add exe, cmdline, user or cgroup");
                 pop(c, saved);
         }
         if (r->rank_source != TUNE_RANK_NONE && r->accel_mode == TUNE_ACCEL_NONE) {
                 size_t saved = push_key(c, "rank");
-                err(c, "has no use with \"accelerators\": \"none\" (the rank picks one of the rule's accelerators)");
+                schema_error(c, "has no use with \"accelerators\": \"none\" (the rank picks one of the rule's accelerators)");
                 pop(c, saved);
         }
         if (r->accel_mode == TUNE_ACCEL_NONE && r->unattributed == TUNE_UNATTRIBUTED_LEAVE) {
                 size_t saved = push_key(c, "accelerators");
-                err(c, "is \"none\" but unattributed.action is \"leave\": this rule would never place anything "
+                schema_error(c, "is \"none\" but unattributed.action is \"leave\": this rule would never place anything "
                        "(give \"unattributed\": {\"action\": \"place\", \"cpus\": ...})");
                 pop(c, saved);
         }
@@ -1503,7 +1503,7 @@ static void parse_processes(sctx *c, json_object *a, size_t n, tune_policy *p) {
                 size_t s2 = push_index(c, i);
 
                 if (!e || !json_object_is_type(e, json_type_object)) {
-                        err(c, "expected an object (a rule), got %s", e ? type_name(e) : "null");
+                        schema_error(c, "expected an object (a rule), got %s", e ? type_name(e) : "null");
                         pop(c, s2);
                         continue;
                 }
@@ -1516,7 +1516,7 @@ static void parse_processes(sctx *c, json_object *a, size_t n, tune_policy *p) {
                                 if (f && json_object_is_type(f, json_type_object) && json_object_object_get_ex(f, "name", &fn) &&
                                     json_object_is_type(fn, json_type_string) && streq(json_object_get_string(fn), r->name)) {
                                         size_t s3 = push_key(c, "name");
-                                        err(c, "rule \"%s\" is already defined by processes[%zu] (in one file, names are unique)",
+                                        schema_error(c, "rule \"%s\" is already defined by processes[%zu] (in one file, names are unique)",
                                             r->name, j);
                                         pop(c, s3);
                                         break;
@@ -1551,19 +1551,19 @@ int policy_from_json(json_object *doc, const policy_schema_opts *o, tune_policy 
 
         policy_set_defaults(p);
         if (!doc || !json_object_is_type(doc, json_type_object)) {
-                err(&c, "the top level must be a JSON object ({ \"version\": 1, ... }), not %s", doc ? type_name(doc) : "null");
+                schema_error(&c, "the top level must be a JSON object ({ \"version\": 1, ... }), not %s", doc ? type_name(doc) : "null");
                 return c.r;
         }
         check_keys(&c, doc, keys);
         if (o->check_version) {
                 if (!json_object_object_get_ex(doc, "version", &v))
-                        err(&c, "missing \"version\": every policy file starts with \"version\": 1");
+                        schema_error(&c, "missing \"version\": every policy file starts with \"version\": 1");
                 else {
                         size_t saved = push_key(&c, "version");
                         if (!v || !json_object_is_type(v, json_type_int))
-                                err(&c, "expected the number 1, got %s", v ? type_name(v) : "null");
+                                schema_error(&c, "expected the number 1, got %s", v ? type_name(v) : "null");
                         else if (json_object_get_int64(v) != TUNE_POLICY_VERSION)
-                                err(&c, "unsupported version %s: this npu-tuned reads version %d",
+                                schema_error(&c, "unsupported version %s: this npu-tuned reads version %d",
                                     json_object_to_json_string(v), TUNE_POLICY_VERSION);
                         pop(&c, saved);
                 }

@@ -352,10 +352,10 @@ static int run(options *o, json_object *out) {
         const tune_accel *chosen[ACCELS_MAX * 2];
         tune_accel by_pci[ACCELS_MAX] = {};
         unsigned n_chosen = 0;
-        tune_placement placement = {};
+        tune_plan placement = {};
         tune_plan_params params = { .housekeeping_cpus_per_node = o->housekeeping };
         tune_numa_usage before = {}, after = {};
-        tune_affinity_journal journal = {};
+        tune_affinity_originals originals = {};
         int r;
 
         r = tune_ctx_new(o->root, &ctx);
@@ -407,11 +407,11 @@ static int run(options *o, json_object *out) {
         }
 
         tune_plan_request req = { .key = (uint64_t) o->pid, .rule = &o->rule, .accels = chosen, .n_accels = n_chosen };
-        r = tune_plan(t, &params, &req, 1, &placement);
+        r = tune_plan_compute(t, &params, &req, 1, &placement);
         if (r < 0)
                 goto finish;
         json_object *pj;
-        r = tune_placement_to_json(&placement, &pj);
+        r = tune_plan_to_json(&placement, &pj);
         if (r < 0)
                 goto finish;
         json_object_object_add(out, "placement", pj);
@@ -420,14 +420,14 @@ static int run(options *o, json_object *out) {
         if (r < 0)
                 goto finish;
         json_object_object_add(out, "numa_before", usage_json(&before, &placement.mem_nodes));
-        if (o->dry_run || placement.action != TUNE_PLACEMENT_PLACE)
+        if (o->dry_run || placement.action != TUNE_PLAN_PLACE)
                 goto finish;
 
         /* Threads. */
-        tune_thread_target target = { .placement = &placement, .rule = &o->rule };
+        tune_thread_target target = { .plan = &placement, .rule = &o->rule };
         tune_affinity_stats st = {};
         uint64_t t0 = now_us();
-        r = tune_affinity_apply(ctx, NULL, o->pid, tune_thread_target_choose, &target, &journal, &st);
+        r = tune_affinity_apply(ctx, NULL, o->pid, tune_thread_target_choose, &target, &originals, &st);
         json_object_object_add(out, "affinity", affinity_stats_json(&st, r, now_us() - t0));
         if (r < 0)
                 goto finish;
@@ -442,7 +442,7 @@ static int run(options *o, json_object *out) {
                 sleep_ms(o->rule.memory_settle_delay_ms);
                 st = (tune_affinity_stats) {};
                 t0 = now_us();
-                r = tune_affinity_apply(ctx, NULL, o->pid, tune_thread_target_choose, &target, &journal, &st);
+                r = tune_affinity_apply(ctx, NULL, o->pid, tune_thread_target_choose, &target, &originals, &st);
                 json_object_object_add(out, "affinity_after_settle", affinity_stats_json(&st, r, now_us() - t0));
                 if (r < 0)
                         goto finish;
@@ -504,15 +504,15 @@ static int run(options *o, json_object *out) {
                 sleep_ms((unsigned) o->restore_after_ms);
                 st = (tune_affinity_stats) {};
                 t0 = now_us();
-                r = tune_affinity_restore(ctx, NULL, &journal, &st);
+                r = tune_affinity_restore(ctx, NULL, &originals, &st);
                 json_object_object_add(out, "restore", affinity_stats_json(&st, r, now_us() - t0));
                 json_object_object_add(out, "threads_after_restore", threads_json(ctx, o->pid, &o->rule));
         }
 finish:
-        tune_affinity_journal_done(&journal);
+        tune_affinity_originals_done(&originals);
         tune_numa_usage_done(&before);
         tune_numa_usage_done(&after);
-        tune_placement_done(&placement);
+        tune_plan_done(&placement);
         tune_accels_done(&found);
         return r;
 }

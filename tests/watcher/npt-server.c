@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* npt-server: behaves, as seen from /proc, like the inference servers of
- * ../../../shared/docs/field-notes.md §8, for the live watcher tests.
+/* npt-server: behaves, as seen from /proc, like the inference servers described in
+ * docs/process-watcher.md, for the live watcher tests.
  *
  *   npt-server vllm TP          like `vllm serve`: spawns TP workers by fork+exec of
  *                               itself ("npt-server vllm-worker R"), like multiprocessing's

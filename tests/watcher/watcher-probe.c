@@ -131,7 +131,7 @@ static void on_exit_cb(Watcher *w, managed_process *p, watcher_exit_reason reaso
         out("exit pid=%d start=%" PRIu64 " reason=%s", (int) p->pid, p->start_time, watcher_exit_reason_to_string(reason));
 }
 
-static void on_reconcile(Watcher *w, managed_process *p, void *u) {
+static void on_process_reconciled(Watcher *w, managed_process *p, void *u) {
         identity("reconcile", p);
         out("reconcile pid=%d start=%" PRIu64 " threads=%u", (int) p->pid, p->start_time, p->n_threads);
 }
@@ -371,7 +371,7 @@ int main(int argc, char *argv[]) {
                 .on_thread_renamed = on_thread_renamed,
                 .on_thread_exit = on_thread_exit,
                 .on_process_exit = on_exit_cb,
-                .on_reconcile = on_reconcile,
+                .on_process_reconciled = on_process_reconciled,
         };
         ret = watcher_new(event, ctx, &accels, &policy, &params, &ops, NULL, &w);
         if (ret < 0)
