@@ -1,18 +1,22 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* npu-tuned --explain PID: what the daemon would do with a process, and why: the rule it
+/* npu-tuned --explain PID: what the daemon does with a process, and why: the rule it
  * matches, its accelerators and where they came from, the nodes, the CPU pool of each
  * role and the memory node with its free-memory reasoning.
  *
- * The plan depends on every other managed process (they share the nodes' CPUs), so this
- * evaluates every process on the host with the policy's rules, in pid order, as the
- * daemon's start-up scan does, and plans them all together. It reads; it changes nothing. */
+ * A running daemon is asked first (D-Bus Explain()): it reports what it applied. Only
+ * when none answers is the plan computed here: it depends on every other managed process
+ * (they share the nodes' CPUs), so this evaluates every process on the host with the
+ * policy's rules, in pid order, as the daemon's start-up scan does, and plans them all
+ * together. It reads; it changes nothing. */
 #include <errno.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bus-client.h"
 #include "explain.h"
+#include "explain-json.h"
 #include "log.h"
 #include "manager.h"
 #include "npu-tuned/plan.h"
@@ -27,35 +31,7 @@ static int plan_process(const tune_accels *all, tune_placer *placer, managed_pro
         return tune_placer_set(placer, placement_key(mp->pid, mp->start_time), mp->rule, accels, n, NULL);
 }
 
-static void print_text(const managed_process *mp, const tune_plan *pl) {
-        _cleanup_free_ char *accels = NULL, *pool = NULL, *mem = NULL;
-
-        (void) tune_attribution_format_accels(&mp->attribution, &accels);
-        printf("Process %d (%s)\n", mp->pid, mp->comm);
-        printf("  rule:          %s (%s)\n", mp->rule->name, mp->rule->file ? mp->rule->file : "embedded");
-        printf("  accelerators:  %s (source: %s%s%s)\n", accels && *accels ? accels : "none",
-               tune_attribution_source_to_string(mp->attribution.source), mp->attribution.variable[0] ? ", " : "",
-               mp->attribution.variable);
-        if (mp->rank >= 0)
-                printf("  rank:          %d\n", mp->rank);
-        printf("  action:        %s\n", tune_plan_action_to_string(pl->action));
-        if (pl->action == TUNE_PLAN_PLACE) {
-                (void) tune_cpuset_format_list(&pl->pool, &pool);
-                (void) tune_cpuset_format_list(&pl->mem_nodes, &mem);
-                printf("  CPU pool:      %s\n", pool ? pool : "?");
-                for (tune_role r = 0; r < _TUNE_ROLE_MAX; r++) {
-                        _cleanup_free_ char *cpus = NULL;
-                        (void) tune_cpuset_format_list(tune_plan_role_cpus(pl, r), &cpus);
-                        printf("  %-14s %s\n", tune_role_to_string(r), cpus && *cpus ? cpus : "-");
-                }
-                printf("  memory nodes:  %s\n", mem && *mem ? mem : "left where it is");
-        }
-        printf("  why:\n");
-        for (unsigned i = 0; i < pl->n_reasons; i++)
-                printf("    - %s\n", pl->reasons[i]);
-}
-
-int run_explain(const daemon_options *o) {
+static int explain_computed(const daemon_options *o, json_object **ret) {
         _cleanup_(manager_freep) Manager *m = NULL;
         _cleanup_(tune_placer_freep) tune_placer *placer = NULL;
         _cleanup_free_ pid_t *pids = NULL;
@@ -89,10 +65,11 @@ int run_explain(const daemon_options *o) {
                 fprintf(stderr, "npu-tuned: no process %d\n", o->explain_pid);
                 return 1;
         }
-        if (r == -ENOENT) {
-                printf("Process %d matches no rule of the policy: npu-tuned leaves it alone.\n", o->explain_pid);
-                return 0;
-        }
+        if (r == -ENOENT)
+                return explain_unmanaged_to_json(o->explain_pid, EXPLAIN_SOURCE_COMPUTED,
+                                                 "it matches no rule of the policy: npu-tuned leaves it alone", ret) < 0
+                               ? (log_oom(), 1)
+                               : 0;
         if (r < 0) {
                 log_error_errno(r, "Failed to evaluate process %d: %m", o->explain_pid);
                 return 1;
@@ -122,21 +99,55 @@ int run_explain(const daemon_options *o) {
                 return 1;
         }
         const tune_plan *pl = tune_placer_get(placer, placement_key(target->pid, target->start_time));
-        if (o->json) {
-                json_object *j = NULL;
-                _cleanup_free_ char *accels = NULL;
-                r = tune_plan_to_json(pl, &j);
-                if (r < 0)
-                        return log_oom(), 1;
-                (void) tune_attribution_format_accels(&target->attribution, &accels);
-                json_object_object_add(j, "pid", json_object_new_int(target->pid));
-                json_object_object_add(j, "rule", json_object_new_string(target->rule->name));
-                json_object_object_add(j, "accelerators", json_object_new_string(accels ? accels : ""));
-                json_object_object_add(j, "accelerator_source",
-                                       json_object_new_string(tune_attribution_source_to_string(target->attribution.source)));
+        r = explain_process_to_json(target, pl, -1, EXPLAIN_SOURCE_COMPUTED, ret);
+        if (r < 0)
+                return log_oom(), 1;
+        return 0;
+}
+
+/* The running daemon's answer: 0 with *ret, 1 when it answered with an error (reported),
+ * -ENOENT when no daemon is there to ask. */
+static int explain_from_daemon(const daemon_options *o, json_object **ret) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        sd_bus *bus = NULL;
+        int r;
+
+        r = bus_client_open(o->bus, &bus);
+        if (r < 0)
+                return -ENOENT;
+        r = bus_client_explain(bus, o->explain_pid, ret, &error);
+        sd_bus_flush_close_unref(bus);
+        if (r == -ESRCH) {
+                fprintf(stderr, "npu-tuned: no process %d\n", o->explain_pid);
+                return 1;
+        }
+        if (r < 0 && bus_client_error_is_absent(&error, r))
+                return -ENOENT;
+        if (r < 0) {
+                fprintf(stderr, "npu-tuned: the running npu-tuned could not explain process %d: %s\n", o->explain_pid,
+                        sd_bus_error_is_set(&error) ? error.message : strerror(-r));
+                return 1;
+        }
+        return 0;
+}
+
+int run_explain(const daemon_options *o) {
+        json_object *j = NULL;
+        int r;
+
+        r = explain_from_daemon(o, &j);
+        if (r == -ENOENT) {
+                if (!o->json)
+                        fprintf(stderr, "npu-tuned: no running npu-tuned answers on the %s bus: computing what it would do.\n",
+                                o->bus == DAEMON_BUS_SESSION ? "session" : "system");
+                r = explain_computed(o, &j);
+        }
+        if (r != 0 || !j)
+                return r;
+        if (o->json)
                 puts(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN));
-                json_object_put(j);
-        } else
-                print_text(target, pl);
+        else
+                explain_print_text(j, stdout);
+        json_object_put(j);
         return 0;
 }

@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <systemd/sd-daemon.h>
 
+#include "events.h"
 #include "npu-tuned/journal.h"
 #include "npu-tuned/knob.h"
 #include "knobs.h"
@@ -26,6 +27,7 @@
 typedef struct test_hooks {
         unsigned step, kill_at, delay_us;
         unsigned seed;
+        struct Bus *bus; /* where the restore events go (the hooks' userdata); NULL: the log only */
 } test_hooks;
 
 struct Knobs {
@@ -41,6 +43,8 @@ struct Knobs {
         tune_journal *journal;      /* what we own now; NULL: nothing */
         sd_event_source *timer;
         test_hooks test;
+        struct Bus *bus;            /* events: D-Bus signals; may be NULL */
+        bool reload;                /* started by knobs_reload(): the journal is this run's */
 };
 
 /* ---- reports ------------------------------------------------------------------------- */
@@ -97,13 +101,14 @@ static void log_irq_summary(const Knobs *k) {
                  moved, already, skipped + refused, len ? " (" : "", managed, len ? ")" : "");
 }
 
-static void log_item(const tune_knob_item *it) {
+/* reload: the originals come from this run's own journal, which is no news. */
+static void log_item(const tune_knob_item *it, bool reload) {
         const bool irq = streq(it->backend->name, "irq");
         const char *label = it->label ? it->label : "";
         const char *sep = it->label ? " (" : "", *end = it->label ? ")" : "";
 
         if (it->adopted && !it->adopted_changed)
-                log_full(irq ? LOG_DEBUG : LOG_INFO,
+                log_full(irq || reload ? LOG_DEBUG : LOG_INFO,
                          "%s: original value \"%s\" taken from the previous run's journal (the knob shows \"%s\").", it->id,
                          or_none(it->original), or_none(it->current));
         if (it->adopted_changed)
@@ -111,9 +116,7 @@ static void log_item(const tune_knob_item *it) {
                            it->id, or_none(it->current));
         switch (it->outcome) {
         case TUNE_KNOB_APPLIED:
-                log_full(irq ? LOG_DEBUG : LOG_INFO, "%s%s%s%s: %s -> %s", it->id, sep, label, end, or_none(it->current),
-                         or_none(it->desired));
-                break;
+                break; /* the event says it (knobs_start_locked()) */
         case TUNE_KNOB_ALREADY:
                 log_debug("%s%s%s%s: already %s", it->id, sep, label, end, or_none(it->current));
                 break;
@@ -132,9 +135,11 @@ static void log_item(const tune_knob_item *it) {
 
 static void on_restored(const tune_journal_entry *e, tune_restore_outcome o, int error, const char *current,
                         void *userdata) {
+        test_hooks *hooks = userdata;
+
         switch (o) {
         case TUNE_RESTORE_WRITTEN:
-                log_full(streq(e->backend, "irq") ? LOG_DEBUG : LOG_INFO, "%s: restored \"%s\".", e->id, e->original);
+                event_knob_changed(hooks ? hooks->bus : NULL, e->backend, e->id, NULL, e->path, NULL, e->original, true);
                 break;
         case TUNE_RESTORE_UNCHANGED:
                 log_debug("%s: already holds its original \"%s\".", e->id, e->original);
@@ -289,10 +294,7 @@ static int on_drift_check(sd_event_source *s, uint64_t usec, void *userdata) {
                         continue;
                 if (!k->drift_logged[i]) {
                         k->drift_logged[i] = true;
-                        log_notice("%s: changed by someone else to \"%s\" (npu-tuned set \"%s\")%s", it->id, cur,
-                                   it->desired,
-                                   k->host->reassert ? "; re-asserting (policy: reassert)."
-                                                     : "; left as it is (policy: no reassert); it stays theirs on stop.");
+                        event_knob_drift(k->bus, it->id, it->path, it->desired, cur, k->host->reassert);
                 }
                 if (k->host->reassert) {
                         r = tune_knob_item_write(k->ctx, it, it->desired);
@@ -323,9 +325,11 @@ static void print_dry_run(const Knobs *k, const tune_journal *previous) {
         fflush(stdout);
 }
 
-static int knobs_start_locked(Knobs *k, const knobs_inputs *in);
+static int knobs_start_locked(Knobs *k, const knobs_inputs *in, tune_journal *owned);
 
-int knobs_start(const knobs_inputs *in, Knobs **ret) {
+/* owned: on a reload, the journal of what this run owns (taken over); at start NULL. */
+static int knobs_start_with(const knobs_inputs *in, tune_journal *owned, Knobs **ret) {
+        _cleanup_(tune_journal_freep) tune_journal *taken = owned;
         _cleanup_(knobs_freep) Knobs *k = NULL;
         int r;
 
@@ -335,17 +339,41 @@ int knobs_start(const knobs_inputs *in, Knobs **ret) {
         k->ctx = in->ctx;
         k->event = in->event;
         k->state_dir = in->state_dir;
+        k->bus = in->bus;
+        k->reload = owned != NULL;
         k->interval_ms = RECONCILE_INTERVAL_MS_DEFAULT;
         test_hooks_init(&k->test, in->ctx);
-        r = knobs_start_locked(k, in);
+        k->test.bus = in->bus;
+        r = knobs_start_locked(k, in, TAKE_PTR(taken));
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(k);
         return 0;
 }
 
-static int knobs_start_locked(Knobs *k, const knobs_inputs *in) {
-        _cleanup_(tune_journal_freep) tune_journal *previous = NULL;
+int knobs_start(const knobs_inputs *in, Knobs **ret) {
+        return knobs_start_with(in, NULL, ret);
+}
+
+int knobs_reload(Knobs *old, const knobs_inputs *in, Knobs **ret) {
+        tune_journal *owned;
+
+        if (!old || !old->journal || in->dry_run) {
+                /* Nothing owned, or a dry run now: give back what we own, start afresh. */
+                (void) knobs_stop(old);
+                knobs_free(old);
+                return knobs_start(in, ret);
+        }
+        /* The journal of what we own is the "previous" journal of the new plan: the engine
+         * keeps the originals, writes only what differs and restores what is no longer
+         * planned (tune_knobs_apply()). */
+        owned = TAKE_PTR(old->journal);
+        knobs_free(old);
+        return knobs_start_with(in, owned, ret);
+}
+
+static int knobs_start_locked(Knobs *k, const knobs_inputs *in, tune_journal *owned) {
+        _cleanup_(tune_journal_freep) tune_journal *previous = owned;
         const char *state_dir = state_dir_path(in->state_dir);
         tune_knob_hooks hooks = knobs_hooks(&k->test);
         int r;
@@ -400,14 +428,19 @@ static int knobs_start_locked(Knobs *k, const knobs_inputs *in) {
                 return 0;
         }
 
-        r = knobs_load_journal(k->ctx, state_dir, &previous);
-        if (r < 0)
-                return 0; /* logged: knobs left alone, the rest of the daemon runs */
+        if (!k->reload) {
+                r = knobs_load_journal(k->ctx, state_dir, &previous);
+                if (r < 0)
+                        return 0; /* logged: knobs left alone, the rest of the daemon runs */
+        }
         if (!k->host && !previous) {
                 log_info("No host knob settings in the policy: CPU governor, THP, IRQs and ASPM left alone.");
                 return 0;
         }
-        if (previous)
+        if (k->reload)
+                log_info("Reload: %u host knob(s) owned; only those whose desired value changed are written, those "
+                         "the policy no longer sets are restored.", previous->n);
+        else if (previous)
                 log_info("Found the journal of a previous run (%u knob(s)): its originals are kept.", previous->n);
 
         log_notes(&k->plan);
@@ -416,14 +449,33 @@ static int knobs_start_locked(Knobs *k, const knobs_inputs *in) {
                 log_error_errno(r, "Failed to write the knob journal to %s: %m; host knobs are left alone.", state_dir);
                 return 0;
         }
-        for (unsigned i = 0; i < k->plan.n; i++)
-                log_item(&k->plan.items[i]);
+        for (unsigned i = 0; i < k->plan.n; i++) {
+                const tune_knob_item *it = &k->plan.items[i];
+                log_item(it, k->reload);
+                if (it->outcome == TUNE_KNOB_APPLIED)
+                        event_knob_changed(k->bus, it->backend->name, it->id, it->label, it->path, or_none(it->current),
+                                           or_none(it->desired), false);
+        }
         log_irq_summary(k);
         if (!k->journal) {
                 log_info("Host knobs: nothing to change.");
                 return 0;
         }
-        log_info("Host knobs: %u owned, originals in %s/%s.", k->journal->n, state_dir, TUNE_JOURNAL_FILE);
+        unsigned n_owned = 0, refused = 0;
+        for (unsigned i = 0; i < k->plan.n; i++) {
+                if (k->plan.items[i].outcome == TUNE_KNOB_REFUSED)
+                        refused++;
+                else if (item_owned(k, &k->plan.items[i]))
+                        n_owned++;
+        }
+        /* A knob the kernel refused is not ours: it keeps a journal entry only so that a
+         * restore can tell (it still holds the original). */
+        if (refused > 0)
+                log_warning("Host knobs: %u owned, %u refused by the kernel (not owned; npu-tunectl knobs lists them), "
+                            "originals in %s/%s.",
+                            n_owned, refused, state_dir, TUNE_JOURNAL_FILE);
+        else
+                log_info("Host knobs: %u owned, originals in %s/%s.", n_owned, state_dir, TUNE_JOURNAL_FILE);
 
         /* From here on the knobs are ours: nothing may fail the start (the loop's end
          * restores them). */
@@ -461,6 +513,43 @@ int knobs_stop(Knobs *k) {
                 log_info("Host knobs restored; journal removed.");
         k->journal = tune_journal_free(k->journal);
         return r;
+}
+
+/* ---- what the bus and the client read ---- */
+
+const tune_knob_plan *knobs_get_plan(const Knobs *k) {
+        static const tune_knob_plan empty = {};
+        return k ? &k->plan : &empty;
+}
+
+const char *knobs_item_status(const Knobs *k, const tune_knob_item *it, const char **ret_note) {
+        const char *note = NULL, *status;
+
+        switch (it->outcome) {
+        case TUNE_KNOB_PLANNED:
+                status = "planned"; /* --dry-run, or the journal could not be written */
+                break;
+        case TUNE_KNOB_SKIPPED:
+                status = "skipped";
+                note = it->skip_reason;
+                break;
+        case TUNE_KNOB_REFUSED:
+                status = "refused";
+                note = tune_knob_refusal_reason(it->backend->name, it->id, it->error);
+                break;
+        default:
+                if (!item_owned(k, it))
+                        /* held the desired value already and nothing of ours to give back */
+                        status = it->outcome == TUNE_KNOB_ALREADY ? "already" : "not-owned";
+                else if (k->drift_logged && k->drift_logged[it - k->plan.items])
+                        status = "changed-by-other";
+                else /* written by this run, or before a reload (the knob already held it then) */
+                        status = "applied";
+                break;
+        }
+        if (ret_note)
+                *ret_note = note ? note : "";
+        return status;
 }
 
 /* ---- npu-tuned --restore (daemon/restore.c) ----------------------------------------- */

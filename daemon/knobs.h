@@ -10,6 +10,7 @@
 #include "npu-tuned/accel.h"
 #include "npu-tuned/context.h"
 #include "npu-tuned/journal.h"
+#include "npu-tuned/knob.h"
 #include "npu-tuned/policy.h"
 #include "npu-tuned/topology.h"
 #include "state-dir.h"
@@ -26,6 +27,7 @@ typedef struct knobs_inputs {
         const tune_policy *policy;    /* NULL: no host settings */
         StateDir *state_dir;          /* the journal's directory; locked here if not yet */
         bool dry_run;                 /* print current -> desired, change nothing */
+        struct Bus *bus;              /* where the events' D-Bus signals go (events.h); may be NULL */
 } knobs_inputs;
 
 /* Plan and apply the policy's host knobs (or print them with dry_run), after restoring
@@ -33,10 +35,22 @@ typedef struct knobs_inputs {
  * never fatal; fails only when another npu-tuned holds the state directory (or out of
  * memory). */
 int knobs_start(const knobs_inputs *in, Knobs **ret);
+/* A new policy: knobs whose desired value is unchanged are left as they are (not written,
+ * still owned, originals kept), changed ones are written, ones the policy no longer sets
+ * are restored, new ones journaled and applied. Consumes old (may be NULL). */
+int knobs_reload(Knobs *old, const knobs_inputs *in, Knobs **ret);
 /* Give every knob back, newest first, and remove the journal (called when the loop ends). */
 int knobs_stop(Knobs *k);
 Knobs *knobs_free(Knobs *k);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Knobs *, knobs_free);
+
+/* The plan of this run with each item's outcome (empty when k is NULL), for the bus. */
+const tune_knob_plan *knobs_get_plan(const Knobs *k);
+/* What an item of that plan is now, in one word: "applied" (npu-tuned's value, owned:
+ * restored on stop), "already" (held the desired value already: nothing to give back),
+ * "changed-by-other", "skipped", "refused" (the kernel said no: not owned), "planned" (not
+ * written: dry run); *ret_note (may be NULL) the reason for skipped/refused, else "". */
+const char *knobs_item_status(const Knobs *k, const tune_knob_item *it, const char **ret_note);
 
 /* For `--restore` (daemon/restore.c). The journal a previous run left in state_dir:
  * 0 with *ret NULL when there is none (or it is from an earlier boot, then removed);

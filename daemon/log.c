@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 #include <stdarg.h>
 #include <stdbool.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <systemd/sd-journal.h>
 
 #include "log.h"
 
@@ -16,28 +21,96 @@ int log_get_max_level(void) {
         return max_level;
 }
 
-int log_internal(int level, int error, const char *file, int line, const char *fmt, ...) {
+int log_level_from_string(const char *s) {
+        static const char *const names[] = { "emerg", "alert", "crit", "err", "warning", "notice", "info", "debug" };
+
+        for (int i = 0; i < (int) ELEMENTSOF(names); i++)
+                if (streq(s, names[i]))
+                        return i;
+        if (streq(s, "error"))
+                return LOG_ERR;
+        if (s[0] >= '0' && s[0] <= '7' && !s[1])
+                return s[0] - '0';
+        return -EINVAL;
+}
+
+/* Whether stderr is the journal's stream: JOURNAL_STREAM ("DEV:INODE") names it (systemd
+ * sets it for the service; a child with redirected stderr inherits a stale one). */
+static bool stderr_is_journal(void) {
         static int journal = -1;
+        unsigned long long dev, ino;
+        const char *e;
+        struct stat st;
+
+        if (journal >= 0)
+                return journal;
+        e = getenv("JOURNAL_STREAM");
+        journal = e && sscanf(e, "%llu:%llu", &dev, &ino) == 2 && fstat(STDERR_FILENO, &st) >= 0 &&
+                  (unsigned long long) st.st_dev == dev && (unsigned long long) st.st_ino == ino;
+        return journal;
+}
+
+static void log_write(int level, const char *file, int line, const char *buf) {
+        if (stderr_is_journal())
+                fprintf(stderr, "<%d>%s\n", level, buf);
+        else if (max_level >= LOG_DEBUG)
+                fprintf(stderr, "npu-tuned: %s (%s:%d)\n", buf, file, line);
+        else
+                fprintf(stderr, "npu-tuned: %s\n", buf);
+}
+
+int log_internal(int level, int error, const char *file, int line, const char *fmt, ...) {
         int saved = errno;
+        char buf[2048];
         va_list ap;
 
         if (error < 0)
                 error = -error;
         if (level > max_level)
                 return -error;
-        if (journal < 0)
-                journal = getenv("JOURNAL_STREAM") != NULL;
-        char buf[2048];
         errno = error;
         va_start(ap, fmt);
         vsnprintf(buf, sizeof buf, fmt, ap);
         va_end(ap);
-        if (journal)
-                fprintf(stderr, "<%d>%s\n", level, buf);
-        else if (max_level >= LOG_DEBUG)
-                fprintf(stderr, "npu-tuned: %s (%s:%d)\n", buf, file, line);
-        else
-                fprintf(stderr, "npu-tuned: %s\n", buf);
+        log_write(level, file, line, buf);
         errno = saved;
         return -error;
+}
+
+#define MAX_FIELDS 12
+
+int log_struct_internal(int level, const char *message_id, const char *const *fields, const char *file, int line,
+                        const char *fmt, ...) {
+        char buf[2048], message[2100], priority[16], id[64], code_file[256], code_line[32];
+        struct iovec iov[MAX_FIELDS + 7];
+        unsigned n = 0;
+        va_list ap;
+
+        if (level > max_level)
+                return 0;
+        va_start(ap, fmt);
+        vsnprintf(buf, sizeof buf, fmt, ap);
+        va_end(ap);
+        if (!stderr_is_journal()) {
+                log_write(level, file, line, buf);
+                return 0;
+        }
+#define IOV(s) (iov[n++] = (struct iovec){ .iov_base = (char *) (s), .iov_len = strlen(s) })
+        snprintf(message, sizeof message, "MESSAGE=%s", buf);
+        snprintf(priority, sizeof priority, "PRIORITY=%d", level);
+        snprintf(id, sizeof id, "MESSAGE_ID=%s", message_id);
+        snprintf(code_file, sizeof code_file, "CODE_FILE=%s", file);
+        snprintf(code_line, sizeof code_line, "CODE_LINE=%d", line);
+        IOV(message);
+        IOV(priority);
+        IOV(id);
+        IOV("SYSLOG_IDENTIFIER=npu-tuned");
+        IOV(code_file);
+        IOV(code_line);
+        for (unsigned i = 0; fields && fields[i] && i < MAX_FIELDS; i++)
+                IOV(fields[i]);
+#undef IOV
+        if (sd_journal_sendv(iov, (int) n) < 0)
+                log_write(level, file, line, buf); /* the journal socket is gone: the stream still works */
+        return 0;
 }

@@ -2,12 +2,15 @@
 /* The daemon's policy: loaded at start (refusing to run with a bad one), reloaded on
  * request (keeping the previous one when the new one is bad). */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "config.h"
+#include "events.h"
 #include "log.h"
 #include "manager.h"
+#include "manager-bus.h"
 #include "npu-tuned/policy.h"
 #include "policy-cli.h"
 
@@ -69,7 +72,47 @@ int manager_load_policy(Manager *m) {
         return 0;
 }
 
-int manager_reload_policy(Manager *m) {
+/* The first error of a failed load, as one line for the bus; NULL when none. */
+static char *first_problem(const tune_policy_errors *errors) {
+        for (unsigned i = 0; i < errors->n; i++) {
+                char *line = NULL;
+                if (!errors->items[i].warning && tune_policy_error_format(&errors->items[i], &line) >= 0)
+                        return line;
+        }
+        return NULL;
+}
+
+static int reload_failed(Manager *m, int r, const tune_policy_errors *errors, char **ret_message) {
+        _cleanup_free_ char *first = first_problem(errors), *message = NULL;
+        unsigned n = tune_policy_errors_count(errors);
+
+        if (first && asprintf(&message, "Policy reload failed, previous policy kept: %s%s", first,
+                              n > 1 ? " (and more above; npu-tuned --check-policy lists them)" : "") < 0)
+                message = NULL;
+        else if (!first && asprintf(&message, "Policy reload failed, previous policy kept: %s", strerror(-r)) < 0)
+                message = NULL;
+        event_policy_reloaded(m->bus, false, message ? message : "Policy reload failed, previous policy kept.");
+        if (ret_message)
+                *ret_message = TAKE_PTR(message);
+        return r;
+}
+
+static int reload(Manager *m, char **ret_message);
+
+int manager_reload_policy(Manager *m, char **ret_message) {
+        int r;
+
+        if (ret_message)
+                *ret_message = NULL;
+        m->reloading = true;
+        manager_bus_emit_state(m->bus);
+        r = reload(m, ret_message);
+        m->reloading = false;
+        manager_bus_emit_state(m->bus);
+        return r;
+}
+
+static int reload(Manager *m, char **ret_message) {
         _cleanup_(tune_policy_freep) tune_policy *policy = NULL;
         tune_policy_errors errors = {};
         tune_policy_load_params params;
@@ -80,21 +123,29 @@ int manager_reload_policy(Manager *m) {
         policy_params_for_daemon(m->options, &params);
         r = tune_policy_prepare(m->ctx, &params, m->topology, &policy, &accels, &errors);
         log_problems(&errors, r >= 0 && policy && policy->embedded);
+        if (r < 0) {
+                r = reload_failed(m, r, &errors, ret_message);
+                tune_policy_errors_done(&errors);
+                return r;
+        }
         tune_policy_errors_done(&errors);
-        if (r == -EINVAL)
-                return log_error_errno(r, "Policy reload failed (problems above): keeping the previous policy.");
-        if (r < 0)
-                return log_error_errno(r, "Policy reload failed, keeping the previous policy: %m");
 
-        /* Managed processes and knobs point into the old policy and accelerators: let go of
-         * them (restoring as on stop), swap, and apply the new policy from scratch. */
-        manager_release(m);
+        /* Managed processes and knobs point into the old policy: it is freed only when
+         * this returns, after the watcher and the placer have moved to the new rules. */
+        bool keep = manager_reload_keeps_placements(m, policy);
+        if (!keep)
+                manager_release_processes(m);
         old_accels = m->accels;
         m->accels = accels;
-        tune_accels_done(&old_accels);
         tune_policy *old = m->policy;
         m->policy = TAKE_PTR(policy);
         policy = old;
         log_loaded(m, "Reloaded");
-        return manager_reapply(m);
+        r = manager_reapply(m, keep);
+        tune_accels_done(&old_accels);
+        event_policy_reloaded(m->bus, true, r < 0 ? "Policy reloaded; some of it could not be applied (see above)."
+                                                     : "Policy reloaded.");
+        if (ret_message)
+                *ret_message = strdup("");
+        return r;
 }

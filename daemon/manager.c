@@ -10,6 +10,7 @@
 #include "knobs.h"
 #include "log.h"
 #include "manager.h"
+#include "manager-bus.h"
 #include "npu-tuned/policy.h"
 #include "placement.h"
 #include "restore.h"
@@ -18,6 +19,7 @@
 Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
+        manager_bus_free(m->bus);
         watcher_free(m->watcher);
         placement_free(m->placement);
         knobs_free(m->knobs);
@@ -40,6 +42,8 @@ int manager_new(const daemon_options *o, Manager **ret) {
                 return log_oom();
         m->options = o;
         r = state_dir_new(o->state_dir, &m->state_dir);
+        if (r >= 0)
+                r = manager_bus_new(m, &m->bus);
         if (r < 0)
                 return log_oom();
         r = sd_event_default(&m->event);
@@ -99,6 +103,7 @@ static int manager_start_watcher(Manager *m) {
                 .policy = policy,
                 .accels = &m->accels,
                 .dry_run = manager_dry_run(m),
+                .bus = m->bus,
         };
         r = placement_new(&in, &m->placement);
         if (r < 0)
@@ -110,15 +115,21 @@ static int manager_start_watcher(Manager *m) {
         return watcher_start(m->watcher);
 }
 
-void manager_release(Manager *m) {
-        if (m->watcher)
-                watcher_release_all(m->watcher);
-        (void) knobs_stop(m->knobs);
-        m->knobs = knobs_free(m->knobs);
+bool manager_reload_keeps_placements(const Manager *m, const tune_policy *next) {
+        const tune_policy *cur = m->policy;
+
+        /* The placer is built with the housekeeping CPUs; a dry run places nothing. */
+        return cur && next && cur->host.irq_housekeeping_cpus_per_node == next->host.irq_housekeeping_cpus_per_node &&
+               cur->options.dry_run == next->options.dry_run;
 }
 
-static int manager_start_knobs(Manager *m) {
-        knobs_inputs in = {
+void manager_release_processes(Manager *m) {
+        if (m->watcher)
+                watcher_release_all(m->watcher);
+}
+
+static knobs_inputs knobs_inputs_of(Manager *m) {
+        return (knobs_inputs){
                 .event = m->event,
                 .ctx = m->ctx,
                 .topology = m->topology,
@@ -126,39 +137,47 @@ static int manager_start_knobs(Manager *m) {
                 .policy = m->policy,
                 .state_dir = m->state_dir,
                 .dry_run = manager_dry_run(m),
+                .bus = m->bus,
         };
+}
+
+static int manager_start_knobs(Manager *m) {
+        knobs_inputs in = knobs_inputs_of(m);
 
         assert(!m->knobs);
         return knobs_start(&in, &m->knobs);
 }
 
-int manager_reapply(Manager *m) {
+int manager_reapply(Manager *m, bool placements_kept) {
+        knobs_inputs in = knobs_inputs_of(m);
+        Knobs *old = TAKE_PTR(m->knobs);
         int r, ret = 0;
 
-        if (m->placement) {
+        if (m->placement && !placements_kept) {
                 r = placement_reset(m->placement, m->policy, &m->accels, manager_dry_run(m));
                 if (r < 0)
                         ret = r;
         }
+        /* Processes still matching are planned again with their new rule: a thread whose
+         * CPUs come out the same is not touched. */
         if (m->watcher) {
                 r = watcher_reload(m->watcher, &m->accels, m->policy);
                 if (r < 0)
                         ret = log_error_errno(r, "Failed to match processes against the new policy: %m");
         }
-        r = manager_start_knobs(m);
+        r = knobs_reload(old, &in, &m->knobs);
         return r < 0 ? r : ret;
 }
 
-/* SIGHUP (systemctl reload): the policy files again. Processes are released and placed
- * anew, knobs restored and applied anew: simple and always consistent, at the price of a
- * moment of churn on a rare operation. */
+/* SIGHUP (systemctl reload): the policy files again. Only the difference is applied (see
+ * manager_reapply()): a reload on a serving host that changes nothing moves nothing. */
 static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
         Manager *m = userdata;
         int r;
 
         (void) sd_notify(false, "RELOADING=1\nSTATUS=Reloading the policy.");
         log_info("Received SIGHUP, reloading the policy.");
-        r = manager_reload_policy(m);
+        r = manager_reload_policy(m, NULL);
         (void) sd_notify(false, r < 0 ? "READY=1\nSTATUS=Running (policy reload failed, previous policy kept)."
                                       : "READY=1\nSTATUS=Running.");
         return 0;
@@ -212,7 +231,11 @@ int manager_start(Manager *m) {
                 if (r < 0)
                         return r;
         }
-        return manager_start_knobs(m);
+        r = manager_start_knobs(m);
+        if (r < 0)
+                return r;
+        /* Last: the bus shows a daemon that has started. */
+        return manager_bus_open(m->bus);
 }
 
 int manager_run(Manager *m) {

@@ -25,6 +25,8 @@ typedef struct Manager {
         struct Watcher *watcher; /* the process watcher; NULL unless live */
         struct Placement *placement; /* the watcher's consumer: daemon/placement.c */
         StateDir *state_dir; /* the journal and records, and their lock */
+        struct Bus *bus; /* D-Bus: daemon/manager-bus.c; NULL without a bus */
+        bool reloading; /* in manager_reload_policy() */
 } Manager;
 
 int manager_new(const daemon_options *o, Manager **ret);
@@ -37,9 +39,19 @@ int manager_run(Manager *m);
 /* manager-policy.c: load the policy and discover the accelerators with its kinds (at
  * start: a bad policy is an error), or reload both (a bad policy keeps the old ones). */
 int manager_load_policy(Manager *m);
-/* Load the policy again (SIGHUP); a bad one is reported and the previous one kept. */
-int manager_reload_policy(Manager *m);
-/* Let go of everything that points into the policy (managed processes, host knobs),
- * restoring as on stop; then apply the (new) policy again. */
-void manager_release(Manager *m);
-int manager_reapply(Manager *m);
+/* Load the policy again (SIGHUP, D-Bus Reload()); a bad one is reported and the previous
+ * one kept. *ret_message (may be NULL): one line for the PolicyReloaded signal and the
+ * D-Bus error, "" on success (the caller frees it). */
+int manager_reload_policy(Manager *m, char **ret_message);
+/* manager-explain.c: what this daemon applied to pid, as explain-json.h's object.
+ * -ESRCH: no such process. */
+struct json_object;
+int manager_explain(Manager *m, pid_t pid, struct json_object **ret);
+/* Reload, in three steps around the swap of m->policy: whether the placements can be
+ * carried over to next (else the processes are released first, while their old rules
+ * still exist, and placed afresh); then apply the new policy's difference: processes
+ * re-matched and re-planned (threads whose CPUs stay the same are not touched), knobs
+ * whose desired value is unchanged left alone (knobs_reload()). */
+bool manager_reload_keeps_placements(const Manager *m, const struct tune_policy *next);
+void manager_release_processes(Manager *m);
+int manager_reapply(Manager *m, bool placements_kept);

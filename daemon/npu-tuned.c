@@ -10,6 +10,7 @@
 #include "config.h"
 #include "log.h"
 #include "manager.h"
+#include "manager-bus.h"
 #include "options.h"
 #include "policy-cli.h"
 #include "print-topology.h"
@@ -24,7 +25,9 @@ static void help(void) {
                "      --check-policy PATH.. validate policy files or directories and exit\n"
                "      --print-policy        print the merged effective policy as JSON and exit\n"
                "      --restore             restore host knobs from the state journal and exit\n"
-               "      --explain PID         print the placement plan for a process and why\n"
+               "      --explain PID         what the running daemon did with a process and why (or,\n"
+               "                            when none runs, what it would do)\n"
+               "      --bus-introspect      print the D-Bus interface XML and exit\n"
                "Options:\n"
                "      --root DIR            read and write sysfs/procfs below DIR (tests)\n"
                "      --policy-dir DIR      load policies from DIR instead of the standard\n"
@@ -33,7 +36,11 @@ static void help(void) {
                "      --json                JSON output for --print-topology\n"
                "      --dry-run             print each change as current -> desired, change nothing\n"
                "      --no-watch            do not watch processes (implied by --root)\n"
-               "  -v, --verbose             debug logging\n"
+               "      --bus=system|session|none\n"
+               "                            where to offer org.nputuned1 (default system; without\n"
+               "                            that bus the daemon runs on without D-Bus)\n"
+               "      --log-level=LEVEL     debug, info (default), notice, warning or err\n"
+               "  -v, --verbose             debug logging (--log-level=debug)\n"
                "  -h, --help                show this help\n"
                "      --version             show the version\n",
                PACKAGE_VERSION, STATE_DIR);
@@ -51,6 +58,9 @@ enum {
         ARG_JSON,
         ARG_DRY_RUN,
         ARG_NO_WATCH,
+        ARG_BUS,
+        ARG_BUS_INTROSPECT,
+        ARG_LOG_LEVEL,
         ARG_VERSION,
 };
 
@@ -68,6 +78,9 @@ static int parse_argv(int argc, char *argv[], daemon_options *o) {
                 { "json", no_argument, NULL, ARG_JSON },
                 { "dry-run", no_argument, NULL, ARG_DRY_RUN },
                 { "no-watch", no_argument, NULL, ARG_NO_WATCH },
+                { "bus", required_argument, NULL, ARG_BUS },
+                { "bus-introspect", no_argument, NULL, ARG_BUS_INTROSPECT },
+                { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
                 { "verbose", no_argument, NULL, 'v' },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
@@ -125,6 +138,31 @@ static int parse_argv(int argc, char *argv[], daemon_options *o) {
                 case ARG_NO_WATCH:
                         o->no_watch = true;
                         break;
+                case ARG_BUS:
+                        if (streq(optarg, "system"))
+                                o->bus = DAEMON_BUS_SYSTEM;
+                        else if (streq(optarg, "session"))
+                                o->bus = DAEMON_BUS_SESSION;
+                        else if (streq(optarg, "none"))
+                                o->bus = DAEMON_BUS_NONE;
+                        else {
+                                fprintf(stderr, "npu-tuned: --bus: system, session or none, not %s\n", optarg);
+                                return -EINVAL;
+                        }
+                        break;
+                case ARG_BUS_INTROSPECT:
+                        o->mode = MODE_BUS_INTROSPECT;
+                        break;
+                case ARG_LOG_LEVEL: {
+                        int level = log_level_from_string(optarg);
+                        if (level < 0) {
+                                fprintf(stderr, "npu-tuned: --log-level: debug, info, notice, warning or err, not %s\n",
+                                        optarg);
+                                return -EINVAL;
+                        }
+                        log_set_max_level(level);
+                        break;
+                }
                 case 'v':
                         log_set_max_level(LOG_DEBUG);
                         break;
@@ -191,6 +229,8 @@ int main(int argc, char *argv[]) {
                 return run_daemon(&o);
         case MODE_RESTORE:
                 return run_restore(&o);
+        case MODE_BUS_INTROSPECT:
+                return manager_bus_print_introspection(stdout) < 0 ? 1 : 0;
         default:
                 fprintf(stderr, "npu-tuned: this mode is not implemented yet\n");
                 return 2;

@@ -11,9 +11,16 @@ typedef enum daemon_mode {
         MODE_PRINT_POLICY,
         MODE_RESTORE,
         MODE_EXPLAIN,
+        MODE_BUS_INTROSPECT,
 } daemon_mode;
 
 #define MAX_POLICY_DIRS 16
+
+typedef enum daemon_bus {
+        DAEMON_BUS_SYSTEM,  /* the default */
+        DAEMON_BUS_SESSION, /* a development machine without a system bus */
+        DAEMON_BUS_NONE,
+} daemon_bus;
 
 typedef struct daemon_options {
         daemon_mode mode;
@@ -27,4 +34,5 @@ typedef struct daemon_options {
         bool json;
         bool dry_run;
         bool no_watch;          /* implied when root is not "/" */
+        daemon_bus bus;         /* --bus= */
 } daemon_options;

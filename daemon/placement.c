@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "events.h"
 #include "log.h"
 #include "npu-tuned/affinity.h"
 #include "npu-tuned/affinity-record.h"
@@ -26,6 +27,8 @@ struct Placement {
         tune_cpuset all_nodes;
         char *boot_id;          /* for the affinity records */
         bool record_error_logged;
+        struct Bus *bus;        /* events: D-Bus signals; may be NULL */
+        placement_stats stats;
 };
 
 /* Per managed process: managed_process.userdata. */
@@ -43,6 +46,7 @@ typedef struct placed_process {
         tune_memmove *memmove;
         uint64_t matched_usec;
         bool memory_done;
+        double locality;        /* % of its memory on its memory node(s) when last verified; < 0: not measured */
         bool drift_logged;
         bool refusal_logged;
 } placed_process;
@@ -76,6 +80,15 @@ const tune_plan *placement_get(const Placement *p, const managed_process *mp) {
         return tune_placer_get(p->placer, placement_key(mp->pid, mp->start_time));
 }
 
+double placement_locality(const managed_process *mp) {
+        const placed_process *pp = mp->userdata;
+        return pp ? pp->locality : -1;
+}
+
+void placement_get_stats(const Placement *p, placement_stats *ret) {
+        *ret = p->stats;
+}
+
 /* The managed process behind a key, if it is still that process. */
 static managed_process *find_process(Placement *p, uint64_t key) {
         managed_process *mp = watcher_find(p->watcher, key_pid(key));
@@ -98,8 +111,11 @@ static void log_placement(const managed_process *mp, const tune_plan *pl, bool d
         (void) tune_cpuset_format_list(tune_plan_role_cpus(pl, TUNE_ROLE_CONTROL), &control);
         (void) tune_cpuset_format_list(tune_plan_role_cpus(pl, TUNE_ROLE_COMPUTE), &compute);
         (void) tune_cpuset_format_list(&pl->mem_nodes, &mem);
-        log_info("%s pid %d (rule \"%s\", accelerators %s from %s): CPUs %s, control %s, compute %s, memory %s.",
-                 dry_run ? "Dry run: would place" : "Placing", mp->pid, mp->rule->name, accels && *accels ? accels : "none",
+        /* Placing for real: the event reports it (events.c), once pinned. */
+        if (dry_run)
+                log_info("Dry run: would place pid %d (rule \"%s\", accelerators %s from %s): CPUs %s, control %s, "
+                         "compute %s, memory %s.",
+                         mp->pid, mp->rule->name, accels && *accels ? accels : "none",
                  tune_attribution_source_to_string(mp->attribution.source), pool ? pool : "?",
                  control && *control ? control : "-", compute && *compute ? compute : "-",
                  mem && *mem ? mem : "left where it is");
@@ -255,6 +271,7 @@ static void verify_memory(Placement *p, managed_process *mp, const tune_plan *pl
                         log_warning_errno(r, "Failed to read numa_maps of pid %d: %m", mp->pid);
                 return;
         }
+        ((placed_process *) mp->userdata)->locality = tune_numa_usage_locality(&u, &pl->mem_nodes, false);
         log_info("Memory of pid %d: %.1f%% of %llu MiB on its memory node(s) (anonymous memory: %.1f%%); %llu page(s) could not move.",
                  mp->pid, tune_numa_usage_locality(&u, &pl->mem_nodes, false), (unsigned long long) (u.total_kib / 1024),
                  tune_numa_usage_locality(&u, &pl->mem_nodes, true), (unsigned long long) not_moved);
@@ -264,6 +281,7 @@ static void verify_memory(Placement *p, managed_process *mp, const tune_plan *pl
 static void memory_finish(Placement *p, managed_process *mp, placed_process *pp, const tune_plan *pl,
                           uint64_t not_moved) {
         pp->memory_done = true;
+        p->stats.migrations++;
         pp->memory_timer = sd_event_source_disable_unref(pp->memory_timer);
         pp->memmove = tune_memmove_free(pp->memmove);
         verify_memory(p, mp, pl, not_moved);
@@ -356,6 +374,15 @@ unsigned placement_resolve_accels(const tune_accels *all, const managed_process 
         return n;
 }
 
+static bool placement_same(const tune_plan *a, const tune_plan *b) {
+        if (a->action != b->action || !tune_cpuset_equal(&a->pool, &b->pool) || !tune_cpuset_equal(&a->mem_nodes, &b->mem_nodes))
+                return false;
+        for (tune_role r = 0; r < _TUNE_ROLE_MAX; r++)
+                if (!tune_cpuset_equal(&a->role_cpus[r], &b->role_cpus[r]))
+                        return false;
+        return true;
+}
+
 /* (Re)plan mp with its current rule and accelerators, and apply the outcome. */
 static void place(Placement *p, managed_process *mp) {
         placed_process *pp = mp->userdata;
@@ -366,13 +393,23 @@ static void place(Placement *p, managed_process *mp) {
 
         n = placement_resolve_accels(p->accels, mp, accels, ELEMENTSOF(accels));
         (void) tune_topology_refresh_memory(p->ctx, p->topology);
+        const tune_plan *before = tune_placer_get(p->placer, pp->key);
+        tune_plan old = {};
+        bool had = before && tune_plan_copy(&old, before) >= 0;
         r = tune_placer_set(p->placer, pp->key, mp->rule, accels, n, &changed);
         if (r < 0) {
+                tune_plan_done(&old);
                 log_warning_errno(r, "Failed to plan pid %d, leaving it alone: %m", mp->pid);
                 return;
         }
         const tune_plan *pl = tune_placer_get(p->placer, pp->key);
-        log_placement(mp, pl, p->dry_run);
+        /* A re-plan that comes out the same (a reload, a retitle) is no news. */
+        bool same = had && placement_same(&old, pl);
+        tune_plan_done(&old);
+        if (same)
+                log_debug("pid %d planned again: its placement is unchanged.", mp->pid);
+        else
+                log_placement(mp, pl, p->dry_run);
         if (p->dry_run) {
                 /* The plan is logged; nothing is pinned or moved. */
                 tune_keys_done(&changed);
@@ -382,6 +419,10 @@ static void place(Placement *p, managed_process *mp) {
         apply_changed(p, &changed);
         tune_keys_done(&changed);
         arm_memory(p, mp, pp, pl);
+        if (pl->action == TUNE_PLAN_PLACE && !same) {
+                p->stats.placements++;
+                event_process_placed(p->bus, mp, pl);
+        }
         log_debug("pid %d placed %llu us after it was matched.", mp->pid,
                   (unsigned long long) (now_usec() - pp->matched_usec));
 }
@@ -401,6 +442,7 @@ static void on_process_matched(Watcher *w, managed_process *mp, void *userdata) 
         pp->pid = mp->pid;
         pp->key = placement_key(mp->pid, mp->start_time);
         pp->matched_usec = now_usec();
+        pp->locality = -1;
         pp->originals.start_time = mp->start_time;
         pp->backend = (tune_affinity_backend){ .get = recording_get, .set = recording_set, .userdata = pp };
         mp->userdata = pp;
@@ -465,7 +507,7 @@ static void on_process_exit(Watcher *w, managed_process *mp, watcher_exit_reason
 
         if (!pp)
                 return;
-        if (reason == WATCHER_EXIT_STOP && mp->rule->restore_on_stop) {
+        if ((reason == WATCHER_EXIT_STOP && mp->rule->restore_on_stop) || reason == WATCHER_EXIT_RELEASED) {
                 tune_affinity_stats stats = {};
                 int r = tune_affinity_restore(p->ctx, NULL, &pp->originals, &stats);
                 if (r < 0 && r != -ESRCH) {
@@ -487,7 +529,7 @@ static void on_process_exit(Watcher *w, managed_process *mp, watcher_exit_reason
         tune_keys_done(&changed);
         if (!keep_record)
                 record_remove(p, pp);
-        log_debug("pid %d no longer managed (%s).", mp->pid, watcher_exit_reason_to_string(reason));
+        event_process_released(p->bus, mp, watcher_exit_reason_to_string(reason));
         placed_process_free(pp);
         mp->userdata = NULL;
 }
@@ -563,6 +605,7 @@ int placement_new(const placement_inputs *in, Placement **ret) {
         p->state_dir = in->state_dir;
         p->accels = in->accels;
         p->dry_run = in->dry_run;
+        p->bus = in->bus;
         r = new_placer(in->topology, in->policy, &p->placer);
         if (r < 0)
                 return r;

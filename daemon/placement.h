@@ -21,6 +21,7 @@ typedef struct placement_inputs {
         const tune_policy *policy;      /* NULL: the defaults */
         const tune_accels *accels;
         bool dry_run;                   /* plan and log, pin and move nothing */
+        struct Bus *bus;                /* where the events' D-Bus signals go (events.h); may be NULL */
 } placement_inputs;
 
 int placement_new(const placement_inputs *in, Placement **ret);
@@ -37,6 +38,16 @@ extern const watcher_ops placement_watcher_ops;
 
 /* The managed process's current plan (NULL when not placed), for --explain/D-Bus. */
 const tune_plan *placement_get(const Placement *p, const managed_process *mp);
+
+/* % of mp's memory on its memory node(s) when last verified from numa_maps; < 0: not
+ * measured (yet). */
+double placement_locality(const managed_process *mp);
+
+typedef struct placement_stats {
+        uint64_t placements; /* processes placed (a re-plan that comes out the same does not count) */
+        uint64_t migrations; /* memory migrations finished */
+} placement_stats;
+void placement_get_stats(const Placement *p, placement_stats *ret);
 
 /* The attributed accelerators of mp that exist in all (at most max), for the planner. */
 unsigned placement_resolve_accels(const tune_accels *all, const managed_process *mp, const tune_accel **ret,

@@ -19,7 +19,7 @@ static json_object *json_cpulist(const tune_cpuset *s) {
         return json_object_new_string(list);
 }
 
-static json_object *topology_to_json(const tune_topology *t, const tune_accels *a) {
+json_object *topology_to_json(const tune_topology *t, const tune_accels *a) {
         json_object *o = json_object_new_object(), *nodes = json_object_new_array(), *accels = json_object_new_array();
 
         for (unsigned i = 0; i < t->n_nodes; i++) {
@@ -67,51 +67,75 @@ static json_object *topology_to_json(const tune_topology *t, const tune_accels *
         json_object_object_add(o, "cpus_online", json_cpulist(&t->online));
         json_object_object_add(o, "cpus_usable", json_cpulist(&t->usable));
         json_object_object_add(o, "accelerators", accels);
+        if (t->nodes_overlap)
+                json_object_object_add(o, "nodes_overlap", json_object_new_boolean(true));
         return o;
 }
 
-static void print_table(const tune_topology *t, const tune_accels *a) {
-        _cleanup_free_ char *online = NULL, *usable = NULL;
+static const char *jstr(json_object *o, const char *key) {
+        json_object *v;
+        const char *s;
+        if (!json_object_object_get_ex(o, key, &v) || !v || !(s = json_object_get_string(v)))
+                return "";
+        return s;
+}
 
-        (void) tune_cpuset_format_list(&t->online, &online);
-        (void) tune_cpuset_format_list(&t->usable, &usable);
-        printf("CPUs online: %s   usable: %s\n\n", online ? online : "?", usable ? usable : "?");
-        printf("%-5s %-24s %12s %12s  %s\n", "NODE", "CPUS", "MEM(MiB)", "FREE(MiB)", "DISTANCES");
-        for (unsigned i = 0; i < t->n_nodes; i++) {
-                const tune_node *n = &t->nodes[i];
-                _cleanup_free_ char *cpus = NULL;
+static long long jint(json_object *o, const char *key, long long unset) {
+        json_object *v;
+        return json_object_object_get_ex(o, key, &v) && v ? json_object_get_int64(v) : unset;
+}
 
-                (void) tune_cpuset_format_list(&n->cpus, &cpus);
-                printf("%-5d %-24s %12llu %12llu ", n->id, cpus && *cpus ? cpus : "-",
-                       (unsigned long long) (n->mem_total_kib / 1024), (unsigned long long) (n->mem_free_kib / 1024));
-                for (unsigned k = 0; n->distances && k < t->n_nodes; k++)
-                        printf(" %d", n->distances[k]);
-                printf("\n");
+static const char *or_dash(const char *s) {
+        return *s ? s : "-";
+}
+
+void topology_print_table(json_object *j, FILE *f) {
+        json_object *nodes = NULL, *accels = NULL, *v;
+        size_t n_nodes, n_accels;
+
+        (void) json_object_object_get_ex(j, "nodes", &nodes);
+        (void) json_object_object_get_ex(j, "accelerators", &accels);
+        n_nodes = nodes ? json_object_array_length(nodes) : 0;
+        n_accels = accels ? json_object_array_length(accels) : 0;
+        fprintf(f, "CPUs online: %s   usable: %s\n\n", or_dash(jstr(j, "cpus_online")), or_dash(jstr(j, "cpus_usable")));
+        fprintf(f, "%-5s %-24s %12s %12s  %s\n", "NODE", "CPUS", "MEM(MiB)", "FREE(MiB)", "DISTANCES");
+        for (size_t i = 0; i < n_nodes; i++) {
+                json_object *n = json_object_array_get_idx(nodes, i), *d = NULL;
+                fprintf(f, "%-5lld %-24s %12lld %12lld ", jint(n, "id", -1), or_dash(jstr(n, "cpus")),
+                        jint(n, "mem_total_kib", 0) / 1024, jint(n, "mem_free_kib", 0) / 1024);
+                if (json_object_object_get_ex(n, "distances", &d) && d)
+                        for (size_t k = 0; k < json_object_array_length(d); k++)
+                                fprintf(f, " %d", json_object_get_int(json_object_array_get_idx(d, k)));
+                fprintf(f, "\n");
         }
-        printf("\n");
-        if (t->nodes_overlap)
-                printf("Warning: the firmware lists some CPUs in more than one node; the node split is not trusted.\n\n");
-        for (unsigned i = 0; i < t->n_nodes; i++)
-                if (t->nodes[i].accelerator_memory)
-                        printf("Node %d is an accelerator's own memory, never used for host memory.\n", t->nodes[i].id);
-        if (a->n == 0) {
-                printf("No accelerators found.\n");
+        fprintf(f, "\n");
+        if (json_object_object_get_ex(j, "nodes_overlap", &v) && json_object_get_boolean(v))
+                fprintf(f, "Warning: the firmware lists some CPUs in more than one node; the node split is not trusted.\n\n");
+        for (size_t i = 0; i < n_nodes; i++) {
+                json_object *n = json_object_array_get_idx(nodes, i);
+                if (json_object_object_get_ex(n, "accelerator_memory", &v) && json_object_get_boolean(v))
+                        fprintf(f, "Node %lld is an accelerator's own memory, never used for host memory.\n", jint(n, "id", -1));
+        }
+        if (n_accels == 0) {
+                fprintf(f, "No accelerators found.\n");
                 return;
         }
-        printf("%-8s %-5s %-13s %-11s %-5s %-24s %s\n", "KIND", "INDEX", "PCI", "ID", "NODE", "LOCAL CPUS", "DEVICE");
-        for (unsigned i = 0; i < a->n; i++) {
-                const tune_accel *x = &a->items[i];
-                _cleanup_free_ char *cpus = NULL;
-                char node[16], id[16];
+        fprintf(f, "%-8s %-5s %-13s %-11s %-5s %-24s %s\n", "KIND", "INDEX", "PCI", "ID", "NODE", "LOCAL CPUS", "DEVICE");
+        for (size_t i = 0; i < n_accels; i++) {
+                json_object *x = json_object_array_get_idx(accels, i);
+                long long node = jint(x, "numa_node", -1);
+                char nodes_text[24], id[24];
+                const char *vendor = jstr(x, "vendor"), *device = jstr(x, "device");
 
-                (void) tune_cpuset_format_list(&x->local_cpus, &cpus);
-                if (x->numa_node >= 0)
-                        snprintf(node, sizeof node, "%d%s", x->numa_node, x->numa_node_overridden ? "*" : "");
+                if (node >= 0)
+                        snprintf(nodes_text, sizeof nodes_text, "%lld%s", node, *jstr(x, "numa_node_source") ? "*" : "");
                 else
-                        snprintf(node, sizeof node, "?");
-                snprintf(id, sizeof id, "%04x:%04x", x->vendor, x->device);
-                printf("%-8s %-5d %-13s %-11s %-5s %-24s %s\n", x->kind, x->index, x->pci, id, node,
-                       cpus && *cpus ? cpus : "-", x->dev_path[0] ? x->dev_path : "-");
+                        snprintf(nodes_text, sizeof nodes_text, "?");
+                /* "0x19e5" -> "19e5" */
+                snprintf(id, sizeof id, "%s:%s", strncmp(vendor, "0x", 2) == 0 ? vendor + 2 : vendor,
+                         strncmp(device, "0x", 2) == 0 ? device + 2 : device);
+                fprintf(f, "%-8s %-5lld %-13s %-11s %-5s %-24s %s\n", jstr(x, "kind"), jint(x, "index", -1), jstr(x, "pci"),
+                        id, nodes_text, or_dash(jstr(x, "local_cpus")), or_dash(jstr(x, "device_node")));
         }
 }
 
@@ -151,12 +175,17 @@ int run_print_topology(const daemon_options *o) {
                 }
         }
         tune_policy_errors_done(&errors);
-        if (o->json) {
-                json_object *j = topology_to_json(t, &a);
+        json_object *j = topology_to_json(t, &a);
+        if (!j) {
+                fprintf(stderr, "npu-tuned: out of memory\n");
+                tune_accels_done(&a);
+                return 1;
+        }
+        if (o->json)
                 puts(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN));
-                json_object_put(j);
-        } else
-                print_table(t, &a);
+        else
+                topology_print_table(j, stdout);
+        json_object_put(j);
         tune_accels_done(&a);
         return 0;
 }

@@ -29,6 +29,7 @@ typedef struct Entry {
         managed_process p; /* first */
         Watcher *w;
         bool matched;
+        bool released;                /* watcher_release_pid(): not matched again until an exec */
         sd_event_source *exit_source; /* the pidfd became readable: the process is gone */
         uint64_t next_reconcile_usec;
         uint64_t next_device_usec;    /* 0: no device-file check pending */

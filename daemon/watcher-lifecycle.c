@@ -14,6 +14,7 @@ static const char *const exit_reason_names[_WATCHER_EXIT_REASON_MAX] = {
         [WATCHER_EXIT_UNMATCHED] = "unmatched",
         [WATCHER_EXIT_PID_REUSED] = "pid-reused",
         [WATCHER_EXIT_STOP] = "stop",
+        [WATCHER_EXIT_RELEASED] = "released",
 };
 
 const char *watcher_exit_reason_to_string(watcher_exit_reason r) {
@@ -244,4 +245,36 @@ void watcher_get_stats(const Watcher *w, watcher_stats *ret) {
                 ret->filter = cs.filter;
                 ret->rcvbuf = cs.rcvbuf;
         }
+}
+
+int watcher_managed_pids(Watcher *w, pid_t **ret, size_t *ret_n) {
+        _cleanup_free_ pid_t *pids = NULL;
+        size_t n = 0, k = 0;
+        int r;
+
+        r = registry_pids(w->registry, &pids, &n);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++) {
+                Entry *e = registry_get(w->registry, pids[i]);
+                if (e && e->matched)
+                        pids[k++] = pids[i];
+        }
+        *ret = TAKE_PTR(pids);
+        *ret_n = k;
+        return 0;
+}
+
+void watcher_rescan(Watcher *w) {
+        watcher_resync(w);
+}
+
+int watcher_release_pid(Watcher *w, pid_t pid) {
+        Entry *e = watcher_lookup_managed(w, pid);
+
+        if (!e)
+                return -ESRCH;
+        entry_unmatch(e, WATCHER_EXIT_RELEASED);
+        e->released = true;
+        return 0;
 }

@@ -173,6 +173,11 @@ void watcher_evaluate(Watcher *w, Entry *e, const tune_proc_stat *st, const char
 
         if (!watcher_have_rules(w))
                 return;
+        if (e && e->released) {
+                if (why != EVAL_EXEC)
+                        return;
+                e->released = false; /* another program now: the policy decides again */
+        }
         tune_proc_facts_init(&f, w->ctx, st->pid, comm ? comm : st->comm);
         rule = tune_policy_match(w->policy, &f, &retitle);
         action = watcher_match_decide(rule != NULL, retitle, e != NULL, e && e->matched);

@@ -32,6 +32,7 @@ typedef enum watcher_exit_reason {
         WATCHER_EXIT_UNMATCHED,  /* it exec'd or retitled itself into something no rule matches */
         WATCHER_EXIT_PID_REUSED, /* found gone when its pid turned up with another start time */
         WATCHER_EXIT_STOP,       /* the watcher stops (watcher_release_all) */
+        WATCHER_EXIT_RELEASED,   /* let go on request (watcher_release_pid): not managed until it execs */
         _WATCHER_EXIT_REASON_MAX,
 } watcher_exit_reason;
 
@@ -116,3 +117,12 @@ int watcher_check_process(Watcher *w, const managed_process *p);
 /* The managed process with this pid, or NULL (also when it just exited). Never calls back. */
 managed_process *watcher_find(Watcher *w, pid_t pid);
 void watcher_get_stats(const Watcher *w, watcher_stats *ret);
+
+/* The pids of the managed processes, sorted (for listings: look each up with
+ * watcher_find(), which skips one that exited meanwhile). The caller frees *ret. */
+int watcher_managed_pids(Watcher *w, pid_t **ret, size_t *ret_n);
+/* Scan /proc again now, as after an overrun (D-Bus Rescan()). */
+void watcher_rescan(Watcher *w);
+/* Stop managing pid: on_process_exit(WATCHER_EXIT_RELEASED), and leave it alone until it
+ * execs again (a rename or a rescan does not match it again). -ESRCH: not managed. */
+int watcher_release_pid(Watcher *w, pid_t pid);

@@ -357,3 +357,15 @@ def restore(exe, root, state_dir, env=None):
     e.update(env or {})
     return subprocess.run([exe, "--restore", "--root", root, "--state-dir", state_dir],
                           env=e, capture_output=True, text=True, timeout=30)
+
+
+def fail(why, log=""):
+    print(f"FAIL: {why}\n{log}")
+    raise SystemExit(1)
+
+
+def expect(cond, what, log=""):
+    """Fail with the log unless cond; say "ok" otherwise."""
+    if not cond:
+        fail(what, log)
+    print(f"ok: {what}")

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Each event: one log line (a structured journal entry under systemd) and its D-Bus
+ * signal. The line is the event's only report, so the parts do not log it themselves. */
+#include <stdio.h>
+#include <string.h>
+
+#include "events.h"
+#include "log.h"
+#include "manager-bus.h"
+
+static const char *or_none(const char *s) {
+        return s && *s ? s : "-";
+}
+
+void event_process_placed(Bus *bus, const managed_process *mp, const tune_plan *pl) {
+        _cleanup_free_ char *pool = NULL, *control = NULL, *compute = NULL, *mem = NULL, *accels = NULL;
+        char f_pid[32], f_rule[160], f_accel[256];
+
+        (void) tune_attribution_format_accels(&mp->attribution, &accels);
+        (void) tune_cpuset_format_list(&pl->pool, &pool);
+        (void) tune_cpuset_format_list(tune_plan_role_cpus(pl, TUNE_ROLE_CONTROL), &control);
+        (void) tune_cpuset_format_list(tune_plan_role_cpus(pl, TUNE_ROLE_COMPUTE), &compute);
+        (void) tune_cpuset_format_list(&pl->mem_nodes, &mem);
+        snprintf(f_pid, sizeof f_pid, "NPU_TUNED_PID=%d", mp->pid);
+        snprintf(f_rule, sizeof f_rule, "NPU_TUNED_RULE=%s", mp->rule->name);
+        snprintf(f_accel, sizeof f_accel, "NPU_TUNED_ACCEL=%s", accels ? accels : "");
+        const char *const fields[] = { f_pid, f_rule, f_accel, NULL };
+        log_struct(LOG_INFO, NPU_MESSAGE_PROCESS_PLACED, fields,
+                   "Placed pid %d (rule \"%s\", accelerators %s from %s): CPUs %s, control %s, compute %s, memory %s.",
+                   mp->pid, mp->rule->name, or_none(accels), tune_attribution_source_to_string(mp->attribution.source),
+                   or_none(pool), or_none(control), or_none(compute), mem && *mem ? mem : "left where it is");
+        manager_bus_emit_process_placed(bus, mp, pl);
+}
+
+void event_process_released(Bus *bus, const managed_process *mp, const char *reason) {
+        char f_pid[32], f_rule[160];
+
+        snprintf(f_pid, sizeof f_pid, "NPU_TUNED_PID=%d", mp->pid);
+        snprintf(f_rule, sizeof f_rule, "NPU_TUNED_RULE=%s", mp->rule ? mp->rule->name : "");
+        const char *const fields[] = { f_pid, f_rule, NULL };
+        log_struct(LOG_INFO, NPU_MESSAGE_PROCESS_RELEASED, fields, "pid %d (rule \"%s\") is no longer managed (%s).",
+                   mp->pid, mp->rule ? mp->rule->name : "?", reason);
+        manager_bus_emit_process_released(bus, mp, reason);
+}
+
+void event_knob_changed(Bus *bus, const char *backend, const char *id, const char *label, const char *path,
+                                const char *from, const char *to, bool restored) {
+        char f_knob[160];
+
+        snprintf(f_knob, sizeof f_knob, "NPU_TUNED_KNOB=%s", id);
+        const char *const fields[] = { f_knob, NULL };
+        int level = streq(backend, "irq") ? LOG_DEBUG : LOG_INFO;
+        if (restored)
+                log_struct(level, NPU_MESSAGE_KNOB_APPLIED, fields, "%s: restored \"%s\".", id, to);
+        else
+                log_struct(level, NPU_MESSAGE_KNOB_APPLIED, fields, "%s%s%s%s: %s -> %s", id, label ? " (" : "",
+                           label ? label : "", label ? ")" : "", from ? from : "?", to);
+        manager_bus_emit_knob_changed(bus, id, path, to);
+}
+
+void event_knob_drift(Bus *bus, const char *id, const char *path, const char *expected, const char *found,
+                              bool reassert) {
+        char f_knob[160];
+
+        snprintf(f_knob, sizeof f_knob, "NPU_TUNED_KNOB=%s", id);
+        const char *const fields[] = { f_knob, NULL };
+        log_struct(LOG_NOTICE, NPU_MESSAGE_KNOB_CHANGED_BY_OTHER, fields,
+                   "%s: changed by someone else to \"%s\" (npu-tuned set \"%s\")%s", id, found, expected,
+                   reassert ? "; re-asserting (policy: reassert)."
+                            : "; left as it is (policy: no reassert); it stays theirs on stop.");
+        manager_bus_emit_knob_drift(bus, id, path, expected, found);
+}
+
+void event_policy_reloaded(Bus *bus, bool ok, const char *message) {
+        log_struct(ok ? LOG_INFO : LOG_ERR, NPU_MESSAGE_POLICY_RELOADED, NULL, "%s", message);
+        manager_bus_emit_policy_reloaded(bus, ok, message);
+}

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#pragma once
+
+/* The daemon's events as users see them: one call per event, which writes the journal
+ * entry with its structured fields and MESSAGE_ID (log.c) and emits the D-Bus signal
+ * (manager-bus.c). The parts call these with the Bus they were given, which may be NULL
+ * (npu-tuned --restore, --bus=none) or not connected: then the event is only logged. */
+
+#include <stdbool.h>
+
+/* MESSAGE_IDs of the journal entries, one per kind of event (man npu-tuned(8), JOURNAL):
+ * journalctl MESSAGE_ID=... finds every event of a kind. Never change one. */
+#define NPU_MESSAGE_PROCESS_PLACED "792882e4ff9b463395fb46d8744098d5"
+#define NPU_MESSAGE_PROCESS_RELEASED "f24bbb5a2f604a84b17188efba620dba"
+#define NPU_MESSAGE_KNOB_APPLIED "9acfd90424f54d0685bfa50ab3a72b4f"
+#define NPU_MESSAGE_KNOB_CHANGED_BY_OTHER "5f3dc8aa2576446f9047b52299dd3d60"
+#define NPU_MESSAGE_POLICY_RELOADED "ce4d4d6e5a9c4a40bd901f3a61327f8a"
+
+#include "npu-tuned/plan.h"
+#include "npu-tuned/process.h"
+
+struct Bus;
+
+void event_process_placed(struct Bus *bus, const managed_process *mp, const tune_plan *pl);
+void event_process_released(struct Bus *bus, const managed_process *mp, const char *reason);
+/* A knob now holds to because npu-tuned wrote it: applied (from: the value before, label:
+ * may be NULL) or restored (its original). IRQs are logged at debug level: they come by
+ * the hundred (knobs.c sums them up). */
+void event_knob_changed(struct Bus *bus, const char *backend, const char *id, const char *label,
+                                const char *path, const char *from, const char *to, bool restored);
+/* Someone else wrote a knob npu-tuned owns; reassert: the policy says write ours again. */
+void event_knob_drift(struct Bus *bus, const char *id, const char *path, const char *expected,
+                              const char *found, bool reassert);
+/* message: one line, for the log, the signal and the D-Bus error. */
+void event_policy_reloaded(struct Bus *bus, bool ok, const char *message);

@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#include <errno.h>
+#include <string.h>
+
+#include "explain-json.h"
+#include "npu-tuned/thread-role.h"
+
+static int add(json_object *o, const char *key, json_object *v) {
+        if (!v)
+                return -ENOMEM;
+        if (json_object_object_add(o, key, v) < 0) {
+                json_object_put(v);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+int explain_process_to_json(const managed_process *mp, const tune_plan *pl, double locality, const char *source,
+                            json_object **ret) {
+        _cleanup_free_ char *accels = NULL;
+        json_object *j = NULL;
+        int r;
+
+        if (pl)
+                r = tune_plan_to_json(pl, &j);
+        else {
+                j = json_object_new_object();
+                r = j ? add(j, "action", json_object_new_string("none")) : -ENOMEM;
+        }
+        if (r < 0) {
+                json_object_put(j);
+                return r;
+        }
+        r = tune_attribution_format_accels(&mp->attribution, &accels);
+        if (r >= 0)
+                r = add(j, "pid", json_object_new_int(mp->pid));
+        if (r >= 0)
+                r = add(j, "start_time", json_object_new_uint64(mp->start_time));
+        if (r >= 0)
+                r = add(j, "comm", json_object_new_string(mp->comm));
+        if (r >= 0)
+                r = add(j, "managed", json_object_new_boolean(true));
+        if (r >= 0)
+                r = add(j, "source", json_object_new_string(source));
+        if (r >= 0)
+                r = add(j, "rule", json_object_new_string(mp->rule->name));
+        if (r >= 0)
+                r = add(j, "rule_file", json_object_new_string(mp->rule->file ? mp->rule->file : "embedded"));
+        if (r >= 0)
+                r = add(j, "accelerators", json_object_new_string(accels));
+        if (r >= 0)
+                r = add(j, "accelerator_source",
+                        json_object_new_string(tune_attribution_source_to_string(mp->attribution.source)));
+        if (r >= 0)
+                r = add(j, "accelerator_variable", json_object_new_string(mp->attribution.variable));
+        if (r >= 0)
+                r = add(j, "rank", json_object_new_int(mp->rank));
+        if (r >= 0)
+                r = json_object_object_add(j, "locality_pct", locality >= 0 ? json_object_new_double(locality) : NULL);
+        if (r < 0) {
+                json_object_put(j);
+                return -ENOMEM;
+        }
+        *ret = j;
+        return 0;
+}
+
+int explain_unmanaged_to_json(pid_t pid, const char *source, const char *reason, json_object **ret) {
+        json_object *j = json_object_new_object();
+        int r = j ? 0 : -ENOMEM;
+
+        if (r >= 0)
+                r = add(j, "pid", json_object_new_int(pid));
+        if (r >= 0)
+                r = add(j, "managed", json_object_new_boolean(false));
+        if (r >= 0)
+                r = add(j, "source", json_object_new_string(source));
+        if (r >= 0)
+                r = add(j, "reason", json_object_new_string(reason));
+        if (r < 0) {
+                json_object_put(j);
+                return r;
+        }
+        *ret = j;
+        return 0;
+}
+
+static const char *str(json_object *j, const char *key) {
+        json_object *v;
+        const char *s;
+
+        if (!json_object_object_get_ex(j, key, &v) || !v)
+                return "";
+        s = json_object_get_string(v);
+        return s ? s : "";
+}
+
+static const char *or_dash(const char *s) {
+        return s && *s ? s : "-";
+}
+
+void explain_print_text(json_object *j, FILE *f) {
+        json_object *v, *roles, *reasons;
+
+        if (!json_object_object_get_ex(j, "managed", &v) || !json_object_get_boolean(v)) {
+                fprintf(f, "Process %s: not managed: %s\n", str(j, "pid"), str(j, "reason"));
+                return;
+        }
+        fprintf(f, "Process %s (%s)%s\n", str(j, "pid"), str(j, "comm"),
+                streq(str(j, "source"), EXPLAIN_SOURCE_DAEMON) ? ", as the running npu-tuned placed it"
+                                                               : ", as npu-tuned would place it");
+        fprintf(f, "  rule:          %s (%s)\n", str(j, "rule"), str(j, "rule_file"));
+        fprintf(f, "  accelerators:  %s (source: %s%s%s)\n", *str(j, "accelerators") ? str(j, "accelerators") : "none",
+                str(j, "accelerator_source"), *str(j, "accelerator_variable") ? ", " : "", str(j, "accelerator_variable"));
+        if (json_object_object_get_ex(j, "rank", &v) && json_object_get_int(v) >= 0)
+                fprintf(f, "  rank:          %d\n", json_object_get_int(v));
+        fprintf(f, "  action:        %s\n", str(j, "action"));
+        if (streq(str(j, "action"), "place")) {
+                fprintf(f, "  CPU pool:      %s\n", or_dash(str(j, "pool")));
+                if (json_object_object_get_ex(j, "roles", &roles))
+                        for (tune_role r = 0; r < _TUNE_ROLE_MAX; r++)
+                                fprintf(f, "  %-14s %s\n", tune_role_to_string(r), or_dash(str(roles, tune_role_to_string(r))));
+                fprintf(f, "  memory nodes:  %s\n", *str(j, "mem_nodes") ? str(j, "mem_nodes") : "left where it is");
+                if (json_object_object_get_ex(j, "locality_pct", &v) && v)
+                        fprintf(f, "  locality:      %.1f%% of its memory on its memory node(s)\n", json_object_get_double(v));
+        }
+        fprintf(f, "  why:\n");
+        if (json_object_object_get_ex(j, "reasons", &reasons))
+                for (size_t i = 0; i < json_object_array_length(reasons); i++)
+                        fprintf(f, "    - %s\n", json_object_get_string(json_object_array_get_idx(reasons, i)));
+}

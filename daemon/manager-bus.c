@@ -1,0 +1,532 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* org.nputuned1.Manager on sd-bus: a static vtable over the daemon's state. Reading is open
+ * to every user; Reload, Rescan and Release are root's only, enforced twice: by the bus
+ * policy (units/org.nputuned1.conf) and here, by the sender's effective uid, so that a bus
+ * without that policy (the session bus, a direct connection) is no way around it. */
+#include <errno.h>
+#include <stdarg.h>
+#include <json-c/json.h>
+#include <stdlib.h>
+#include <string.h>
+#include <systemd/sd-bus.h>
+
+#include "config.h"
+#include "knobs.h"
+#include "log.h"
+#include "manager.h"
+#include "manager-bus.h"
+#include "npu-tuned/policy.h"
+#include "npu-tuned/thread-role.h"
+#include "placement.h"
+#include "print-topology.h"
+#include "watcher.h"
+
+extern const char npu_bus_introspection_xml[];
+
+struct Bus {
+        Manager *m;
+        sd_bus *bus; /* NULL: not connected */
+};
+
+
+static sd_bus *bus_of(const Bus *b) {
+        return b ? b->bus : NULL;
+}
+
+static const char *manager_state(const Manager *m) {
+        const tune_knob_plan *plan = knobs_get_plan(m->knobs);
+
+        if (m->reloading)
+                return "reloading";
+        if (manager_dry_run(m))
+                return "dry-run";
+        /* A knob the kernel refused, or knobs left alone for want of a journal. */
+        for (unsigned i = 0; i < plan->n; i++) {
+                const char *s = knobs_item_status(m->knobs, &plan->items[i], NULL);
+                if (streq(s, "refused") || streq(s, "planned"))
+                        return "degraded";
+        }
+        return "running";
+}
+
+/* ---- properties ---- */
+
+static int property_get_version(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        return sd_bus_message_append(reply, "s", PACKAGE_VERSION);
+}
+
+static int property_get_state(sd_bus *bus, const char *path, const char *interface, const char *property,
+                              sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        return sd_bus_message_append(reply, "s", manager_state(userdata));
+}
+
+static int property_get_policy_files(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                     sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        int r = sd_bus_message_open_container(reply, 'a', "s");
+
+        /* Empty: the embedded default policy. */
+        for (unsigned i = 0; r >= 0 && m->policy && !m->policy->embedded && i < m->policy->n_files; i++)
+                r = sd_bus_message_append(reply, "s", m->policy->files[i]);
+        return r < 0 ? r : sd_bus_message_close_container(reply);
+}
+
+static int property_get_dry_run(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        return sd_bus_message_append(reply, "b", (int) manager_dry_run(userdata));
+}
+
+static int property_get_nodes(sd_bus *bus, const char *path, const char *interface, const char *property,
+                              sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        int r;
+
+        (void) tune_topology_refresh_memory(m->ctx, m->topology);
+        r = sd_bus_message_open_container(reply, 'a', "(istt)");
+        for (unsigned i = 0; r >= 0 && i < m->topology->n_nodes; i++) {
+                const tune_node *n = &m->topology->nodes[i];
+                _cleanup_free_ char *cpus = NULL;
+                r = tune_cpuset_format_list(&n->cpus, &cpus);
+                if (r >= 0)
+                        r = sd_bus_message_append(reply, "(istt)", (int32_t) n->id, cpus, n->mem_total_kib, n->mem_free_kib);
+        }
+        return r < 0 ? r : sd_bus_message_close_container(reply);
+}
+
+static int property_get_accelerators(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                     sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        int r = sd_bus_message_open_container(reply, 'a', "(sisis)");
+
+        for (unsigned i = 0; r >= 0 && i < m->accels.n; i++) {
+                const tune_accel *a = &m->accels.items[i];
+                r = sd_bus_message_append(reply, "(sisis)", a->kind, (int32_t) a->index, a->pci, (int32_t) a->numa_node,
+                                          a->dev_path);
+        }
+        return r < 0 ? r : sd_bus_message_close_container(reply);
+}
+
+static const char *or_empty(const char *s) {
+        return s ? s : "";
+}
+
+static int property_get_knobs(sd_bus *bus, const char *path, const char *interface, const char *property,
+                              sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        const tune_knob_plan *plan = knobs_get_plan(m->knobs);
+        int r = sd_bus_message_open_container(reply, 'a', "(ssssss)");
+
+        for (unsigned i = 0; r >= 0 && i < plan->n; i++) {
+                const tune_knob_item *it = &plan->items[i];
+                const char *note, *status = knobs_item_status(m->knobs, it, &note);
+                /* original: what a restore writes back (before apply: the value found). */
+                r = sd_bus_message_append(reply, "(ssssss)", it->id, or_empty(it->path),
+                                          or_empty(it->original ? it->original : it->current), or_empty(it->desired),
+                                          status, note);
+        }
+        return r < 0 ? r : sd_bus_message_close_container(reply);
+}
+
+static int property_get_managed(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        watcher_stats ws = {};
+
+        if (m->watcher)
+                watcher_get_stats(m->watcher, &ws);
+        return sd_bus_message_append(reply, "u", ws.managed);
+}
+
+static int property_get_stats(sd_bus *bus, const char *path, const char *interface, const char *property,
+                              sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        watcher_stats ws = {};
+        placement_stats ps = {};
+
+        if (m->watcher)
+                watcher_get_stats(m->watcher, &ws);
+        if (m->placement)
+                placement_get_stats(m->placement, &ps);
+        return sd_bus_message_append(reply, "(ttttt)", ws.events, ws.resyncs, ws.overruns, ps.placements, ps.migrations);
+}
+
+/* ---- methods ---- */
+
+/* Root only, by the sender's effective uid as the bus driver and /proc report it. */
+static int check_privileged(sd_bus_message *msg, const char *what, sd_bus_error *error) {
+        _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
+        uid_t euid;
+        int r;
+
+        r = sd_bus_query_sender_creds(msg, SD_BUS_CREDS_EUID | SD_BUS_CREDS_AUGMENT, &creds);
+        if (r >= 0)
+                r = sd_bus_creds_get_euid(creds, &euid);
+        if (r < 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                         "%s needs root, and the caller's user could not be determined: %s", what,
+                                         strerror(-r));
+        if (euid != 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "%s needs root (the caller is uid %u).", what,
+                                         (unsigned) euid);
+        return 0;
+}
+
+static int append_roles(sd_bus_message *reply, const tune_plan *pl) {
+        int r = sd_bus_message_open_container(reply, 'a', "(ss)");
+
+        for (tune_role role = 0; r >= 0 && pl && pl->action == TUNE_PLAN_PLACE && role < _TUNE_ROLE_MAX; role++) {
+                _cleanup_free_ char *cpus = NULL;
+                r = tune_cpuset_format_list(tune_plan_role_cpus(pl, role), &cpus);
+                if (r >= 0)
+                        r = sd_bus_message_append(reply, "(ss)", tune_role_to_string(role), cpus);
+        }
+        return r < 0 ? r : sd_bus_message_close_container(reply);
+}
+
+static int append_process(sd_bus_message *reply, Manager *m, const managed_process *mp) {
+        const tune_plan *pl = m->placement ? placement_get(m->placement, mp) : NULL;
+        _cleanup_free_ char *accels = NULL, *mem = NULL;
+        int r;
+
+        r = tune_attribution_format_accels(&mp->attribution, &accels);
+        if (r >= 0 && pl)
+                r = tune_cpuset_format_list(&pl->mem_nodes, &mem);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'r', "utssssa(ss)sd");
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "utssss", (uint32_t) mp->pid, mp->start_time, mp->comm, mp->rule->name,
+                                          accels, tune_attribution_source_to_string(mp->attribution.source));
+        if (r >= 0)
+                r = append_roles(reply, pl);
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "sd", or_empty(mem), placement_locality(mp));
+        return r < 0 ? r : sd_bus_message_close_container(reply);
+}
+
+static int method_list_processes(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_free_ pid_t *pids = NULL;
+        Manager *m = userdata;
+        size_t n = 0;
+        int r;
+
+        if (m->watcher) {
+                r = watcher_managed_pids(m->watcher, &pids, &n);
+                if (r < 0)
+                        return r;
+        }
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(utssssa(ss)sd)");
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                const managed_process *mp = watcher_find(m->watcher, pids[i]);
+                if (mp)
+                        r = append_process(reply, m, mp);
+        }
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static const char *json_str(json_object *j, const char *key) {
+        json_object *v;
+        return json_object_object_get_ex(j, key, &v) && v ? json_object_get_string(v) : "";
+}
+
+static int method_explain(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        Manager *m = userdata;
+        json_object *j = NULL, *v, *reasons, *roles;
+        uint32_t pid;
+        int r;
+
+        r = sd_bus_message_read(msg, "u", &pid);
+        if (r < 0)
+                return r;
+        if (pid == 0 || pid > 4194304)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Not a process id: %u", pid);
+        r = manager_explain(m, (pid_t) pid, &j);
+        if (r == -ESRCH)
+                return sd_bus_error_setf(error, NPU_BUS_ERROR_NO_SUCH_PROCESS, "No process %u.", pid);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "sbsss", json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN),
+                                          (int) (json_object_object_get_ex(j, "managed", &v) && json_object_get_boolean(v)),
+                                          json_str(j, "rule"), json_str(j, "accelerators"), json_str(j, "action"));
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(ss)");
+        if (r >= 0 && json_object_object_get_ex(j, "roles", &roles))
+                for (tune_role role = 0; r >= 0 && role < _TUNE_ROLE_MAX; role++)
+                        r = sd_bus_message_append(reply, "(ss)", tune_role_to_string(role),
+                                                  json_str(roles, tune_role_to_string(role)));
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "s", json_str(j, "mem_nodes"));
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "s");
+        if (r >= 0 && json_object_object_get_ex(j, "reasons", &reasons))
+                for (size_t i = 0; r >= 0 && i < json_object_array_length(reasons); i++)
+                        r = sd_bus_message_append(reply, "s", json_object_get_string(json_object_array_get_idx(reasons, i)));
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        json_object_put(j);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_get_topology(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        json_object *j;
+        int r;
+
+        (void) tune_topology_refresh_memory(m->ctx, m->topology);
+        j = topology_to_json(m->topology, &m->accels);
+        if (!j)
+                return -ENOMEM;
+        r = sd_bus_reply_method_return(msg, "s", json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN));
+        json_object_put(j);
+        return r;
+}
+
+static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        _cleanup_free_ char *message = NULL;
+        Manager *m = userdata;
+        int r;
+
+        r = check_privileged(msg, "Reload()", error);
+        if (r < 0)
+                return r;
+        log_info("Reloading the policy (D-Bus Reload() from %s).", or_empty(sd_bus_message_get_sender(msg)));
+        r = manager_reload_policy(m, &message);
+        /* A message: the new policy was refused and the old one kept. Without one it was
+         * taken, and what could not be applied is in the log and the Knobs property. */
+        if (r < 0 && message && *message)
+                return sd_bus_error_setf(error, NPU_BUS_ERROR_POLICY_INVALID, "%s", message);
+        return sd_bus_reply_method_return(msg, NULL);
+}
+
+static int method_rescan(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        int r;
+
+        r = check_privileged(msg, "Rescan()", error);
+        if (r < 0)
+                return r;
+        if (!m->watcher)
+                return sd_bus_error_setf(error, NPU_BUS_ERROR_NOT_AVAILABLE,
+                                         "The process watcher is off (--root or --no-watch): nothing to rescan.");
+        log_info("Rescanning processes (D-Bus Rescan()).");
+        watcher_rescan(m->watcher);
+        return sd_bus_reply_method_return(msg, NULL);
+}
+
+static int method_release(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        uint32_t pid;
+        int r;
+
+        r = sd_bus_message_read(msg, "u", &pid);
+        if (r < 0)
+                return r;
+        r = check_privileged(msg, "Release()", error);
+        if (r < 0)
+                return r;
+        if (pid == 0 || pid > 4194304)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Not a process id: %u", pid);
+        if (!m->watcher)
+                return sd_bus_error_setf(error, NPU_BUS_ERROR_NOT_AVAILABLE,
+                                         "The process watcher is off (--root or --no-watch): no process is managed.");
+        if (!watcher_find(m->watcher, (pid_t) pid)) {
+                tune_proc_stat st;
+                if (tune_proc_read_stat(m->ctx, (pid_t) pid, &st) < 0)
+                        return sd_bus_error_setf(error, NPU_BUS_ERROR_NO_SUCH_PROCESS, "No process %u.", pid);
+                return sd_bus_error_setf(error, NPU_BUS_ERROR_NOT_MANAGED, "Process %u is not managed by npu-tuned.", pid);
+        }
+        log_info("Releasing pid %u (D-Bus Release()): its original CPU affinity back, not managed until it execs again.",
+                 pid);
+        r = watcher_release_pid(m->watcher, (pid_t) pid);
+        if (r < 0)
+                return sd_bus_error_setf(error, NPU_BUS_ERROR_NOT_MANAGED, "Process %u is not managed by npu-tuned.", pid);
+        return sd_bus_reply_method_return(msg, NULL);
+}
+
+/* Read-only methods are SD_BUS_VTABLE_UNPRIVILEGED; the others are left to sd-bus's own
+ * check on the system bus (CAP_SYS_ADMIN) and to check_privileged() on any bus. */
+static const sd_bus_vtable manager_vtable[] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_PROPERTY("Version", "s", property_get_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("State", "s", property_get_state, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("PolicyFiles", "as", property_get_policy_files, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("DryRun", "b", property_get_dry_run, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        /* Free memory changes all the time: read, not signalled. */
+        SD_BUS_PROPERTY("Nodes", "a(istt)", property_get_nodes, 0, 0),
+        SD_BUS_PROPERTY("Accelerators", "a(sisis)", property_get_accelerators, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("Knobs", "a(ssssss)", property_get_knobs, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("ManagedProcesses", "u", property_get_managed, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        /* Counts every process event: read, not signalled. */
+        SD_BUS_PROPERTY("Stats", "(ttttt)", property_get_stats, 0, 0),
+        SD_BUS_METHOD_WITH_ARGS("ListProcesses", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(utssssa(ss)sd)", processes),
+                                method_list_processes, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("Explain", SD_BUS_ARGS("u", pid),
+                                SD_BUS_RESULT("s", json, "b", managed, "s", rule, "s", accelerators, "s", action,
+                                              "a(ss)", roles, "s", memory_nodes, "as", reasons),
+                                method_explain, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("GetTopology", SD_BUS_NO_ARGS, SD_BUS_RESULT("s", json), method_get_topology,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("Reload", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_reload, 0),
+        SD_BUS_METHOD_WITH_ARGS("Rescan", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_rescan, 0),
+        SD_BUS_METHOD_WITH_ARGS("Release", SD_BUS_ARGS("u", pid), SD_BUS_NO_RESULT, method_release, 0),
+        SD_BUS_SIGNAL_WITH_ARGS("ProcessPlaced",
+                                SD_BUS_ARGS("u", pid, "t", start_time, "s", rule, "s", accelerators, "s", cpus, "s",
+                                            memory_nodes),
+                                0),
+        SD_BUS_SIGNAL_WITH_ARGS("ProcessReleased", SD_BUS_ARGS("u", pid, "t", start_time, "s", reason), 0),
+        SD_BUS_SIGNAL_WITH_ARGS("KnobChanged", SD_BUS_ARGS("s", name, "s", path, "s", value), 0),
+        SD_BUS_SIGNAL_WITH_ARGS("KnobDrift", SD_BUS_ARGS("s", name, "s", path, "s", expected, "s", found), 0),
+        SD_BUS_SIGNAL_WITH_ARGS("PolicyReloaded", SD_BUS_ARGS("b", ok, "s", message), 0),
+        SD_BUS_VTABLE_END,
+};
+
+/* ---- signals ---- */
+
+static void emit_changed(Bus *b, const char *first, ...) __attribute__((__sentinel__));
+static void emit_changed(Bus *b, const char *first, ...) {
+        sd_bus *bus = bus_of(b);
+        char *names[8];
+        unsigned n = 0;
+        va_list ap;
+
+        if (!bus)
+                return;
+        va_start(ap, first);
+        for (const char *s = first; s && n < ELEMENTSOF(names) - 1; s = va_arg(ap, const char *))
+                names[n++] = (char *) s;
+        va_end(ap);
+        names[n] = NULL;
+        (void) sd_bus_emit_properties_changed_strv(bus, NPU_BUS_PATH, NPU_BUS_INTERFACE, names);
+}
+
+void manager_bus_emit_process_placed(Bus *b, const managed_process *mp, const tune_plan *pl) {
+        _cleanup_free_ char *accels = NULL, *cpus = NULL, *mem = NULL;
+        sd_bus *bus = bus_of(b);
+
+        if (!bus)
+                return;
+        (void) tune_attribution_format_accels(&mp->attribution, &accels);
+        (void) tune_cpuset_format_list(&pl->pool, &cpus);
+        (void) tune_cpuset_format_list(&pl->mem_nodes, &mem);
+        (void) sd_bus_emit_signal(bus, NPU_BUS_PATH, NPU_BUS_INTERFACE, "ProcessPlaced", "utssss", (uint32_t) mp->pid,
+                                  mp->start_time, mp->rule->name, or_empty(accels), or_empty(cpus), or_empty(mem));
+        emit_changed(b, "ManagedProcesses", NULL);
+}
+
+void manager_bus_emit_process_released(Bus *b, const managed_process *mp, const char *reason) {
+        sd_bus *bus = bus_of(b);
+
+        if (!bus)
+                return;
+        (void) sd_bus_emit_signal(bus, NPU_BUS_PATH, NPU_BUS_INTERFACE, "ProcessReleased", "uts", (uint32_t) mp->pid,
+                                  mp->start_time, or_empty(reason));
+        emit_changed(b, "ManagedProcesses", NULL);
+}
+
+void manager_bus_emit_knob_changed(Bus *b, const char *id, const char *path, const char *value) {
+        sd_bus *bus = bus_of(b);
+
+        if (!bus)
+                return;
+        (void) sd_bus_emit_signal(bus, NPU_BUS_PATH, NPU_BUS_INTERFACE, "KnobChanged", "sss", id, or_empty(path),
+                                  or_empty(value));
+        emit_changed(b, "Knobs", "State", NULL);
+}
+
+void manager_bus_emit_knob_drift(Bus *b, const char *id, const char *path, const char *expected, const char *found) {
+        sd_bus *bus = bus_of(b);
+
+        if (!bus)
+                return;
+        (void) sd_bus_emit_signal(bus, NPU_BUS_PATH, NPU_BUS_INTERFACE, "KnobDrift", "ssss", id, or_empty(path),
+                                  or_empty(expected), or_empty(found));
+        emit_changed(b, "Knobs", NULL);
+}
+
+void manager_bus_emit_policy_reloaded(Bus *b, bool ok, const char *message) {
+        sd_bus *bus = bus_of(b);
+
+        if (!bus)
+                return;
+        (void) sd_bus_emit_signal(bus, NPU_BUS_PATH, NPU_BUS_INTERFACE, "PolicyReloaded", "bs", (int) ok, or_empty(message));
+        emit_changed(b, "State", "PolicyFiles", "DryRun", "Accelerators", "Knobs", "ManagedProcesses", NULL);
+}
+
+void manager_bus_emit_state(Bus *b) {
+        emit_changed(b, "State", NULL);
+}
+
+/* ---- connection ---- */
+
+int manager_bus_new(Manager *m, Bus **ret) {
+        Bus *b = calloc(1, sizeof *b);
+
+        if (!b)
+                return -ENOMEM;
+        b->m = m;
+        *ret = b;
+        return 0;
+}
+
+int manager_bus_open(Bus *b) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        Manager *m = b->m;
+        const char *which = m->options->bus == DAEMON_BUS_SESSION ? "session" : "system";
+        int r;
+
+        if (m->options->bus == DAEMON_BUS_NONE)
+                return 0;
+        r = m->options->bus == DAEMON_BUS_SESSION ? sd_bus_open_user(&bus) : sd_bus_open_system(&bus);
+        if (r < 0) {
+                log_notice_errno(r, "No D-Bus %s bus (%m): running without D-Bus; npu-tunectl cannot reach this daemon "
+                                    "(--bus=none silences this).", which);
+                return 0;
+        }
+        (void) sd_bus_set_description(bus, "npu-tuned");
+        r = sd_bus_add_object_vtable(bus, NULL, NPU_BUS_PATH, NPU_BUS_INTERFACE, manager_vtable, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to publish %s on the %s bus: %m", NPU_BUS_PATH, which);
+        r = sd_bus_request_name(bus, NPU_BUS_NAME, 0);
+        if (r < 0) {
+                if (r == -EEXIST)
+                        log_warning("%s is already taken on the %s bus (another npu-tuned?): running without D-Bus.",
+                                    NPU_BUS_NAME, which);
+                else
+                        log_warning_errno(r, "The %s bus refused the name %s (%m; is units/org.nputuned1.conf installed "
+                                             "in /usr/share/dbus-1/system.d/?): running without D-Bus.",
+                                          which, NPU_BUS_NAME);
+                return 0;
+        }
+        r = sd_bus_attach_event(bus, m->event, SD_EVENT_PRIORITY_NORMAL);
+        if (r < 0)
+                return log_error_errno(r, "Failed to attach the %s bus to the event loop: %m", which);
+        b->bus = TAKE_PTR(bus);
+        log_info("On the %s bus as %s.", which, NPU_BUS_NAME);
+        return 0;
+}
+
+Bus *manager_bus_free(Bus *b) {
+        if (!b)
+                return NULL;
+        sd_bus_flush_close_unref(b->bus);
+        free(b);
+        return NULL;
+}
+
+int manager_bus_print_introspection(FILE *f) {
+        return fputs(npu_bus_introspection_xml, f) < 0 ? -EIO : 0;
+}

@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""The live daemon on a private system bus (the project's bus policy): it places
+threads-target on this machine by role (tests/placement/livetest.py's policy), and the
+bus reports what it applied. Asserted against the kernel (each thread's
+Cpus_allowed_list), not only against the daemon:
+  - ProcessPlaced is signalled for the process when it starts;
+  - ListProcesses(), ManagedProcesses, Stats and npu-tunectl processes show it, with the
+    CPUs its threads really have;
+  - npu-tuned --explain PID and npu-tunectl explain ask the daemon (source "daemon") and
+    report the CPUs the threads really have;
+  - Explain() of no process: NoSuchProcess;
+  - Reload() with the same rules: PolicyReloaded(true), no ProcessReleased, the same CPUs;
+  - Release() as nobody: AccessDenied, nothing moves; as root: every thread back on its
+    original CPUs, ProcessReleased, and a Rescan() does not take it back;
+  - SIGTERM: exit 0.
+Needs root in the initial namespaces and 2 CPUs (skips, 77, otherwise). Run under
+/tmp/npu-live.lock (it pins real processes).
+Usage: bus-live.py NPU_TUNED NPU_TUNECTL THREADS_TARGET"""
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, here)
+sys.path.insert(0, os.path.join(here, "..", "placement"))
+import buslib  # noqa: E402
+import livetest  # noqa: E402
+from buslib import fail  # noqa: E402
+
+npu_tuned, tunectl, target_bin = sys.argv[1:4]
+buslib.require_tools()
+control_cpu, compute_cpu = livetest.require_root_and_two_cpus()
+
+
+def expect(cond, what):
+    if not cond:
+        fail(what)
+    print(f"ok: {what}")
+
+
+def start(bus, policy_dir, state_dir, log_path):
+    sock_path = os.path.join(state_dir + ".notify")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(sock_path)
+    sock.settimeout(0.05)
+    env = dict(bus.env, NOTIFY_SOCKET=sock_path)
+    env.pop("JOURNAL_STREAM", None)
+    log = open(log_path, "w")
+    d = subprocess.Popen([npu_tuned, "--policy-dir", policy_dir, "--state-dir", state_dir, "--bus=system", "-v"],
+                         env=env, stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        try:
+            if "READY=1" in sock.recv(4096).decode().split("\n"):
+                sock.close()
+                return d
+        except socket.timeout:
+            pass
+        if d.poll() is not None:
+            break
+    fail(f"npu-tuned did not become ready:\n{open(log_path).read()}")
+
+
+tmp = tempfile.mkdtemp(prefix="npu-bus-live-")
+bus = buslib.Bus()
+daemon = target = None
+log_path = os.path.join(tmp, "daemon.log")
+try:
+    policy_dir, state_dir = os.path.join(tmp, "policies"), os.path.join(tmp, "state")
+    os.mkdir(policy_dir)
+    os.mkdir(state_dir, 0o700)
+    path = os.path.join(policy_dir, "test.json")
+    with open(path, "w") as f:
+        json.dump(livetest.placing_policy("bus-live: threads-target by role"), f)
+    os.chmod(path, 0o644)
+    daemon = start(bus, policy_dir, state_dir, log_path)
+    mon = bus.monitor()
+    original = livetest.allowed(os.getpid(), os.getpid())
+    target = subprocess.Popen([target_bin, "--control", "2", "--compute", "2", "--timeout", "60"],
+                              stdout=subprocess.PIPE)
+    if not target.stdout.readline().startswith(b"ready"):
+        fail("threads-target did not start")
+    placed = livetest.wait_placed(target.pid, 5, control_cpu, compute_cpu)
+    expect(True, f"threads-target {target.pid} placed by role (kernel): {sorted((c, sorted(a)) for c, a in placed.values())}")
+    mon.wait_for(rf"member=ProcessPlaced\s+uint32 {target.pid}\s+uint64 \d+\s+string \"threads-target\"")
+    expect(True, f"ProcessPlaced({target.pid}, ..., \"threads-target\", ...) signalled")
+
+    procs = json.loads(bus.busctl("--json=short", "call", buslib.NAME, buslib.PATH, buslib.IFACE,
+                                  "ListProcesses").stdout)["data"][0]
+    mine = [p for p in procs if p[0] == target.pid]
+    expect(len(mine) == 1 and mine[0][3] == "threads-target"
+           and dict(mine[0][6]) == {"control": str(control_cpu), "compute": str(compute_cpu),
+                                    "other": f"{min(control_cpu, compute_cpu)}-{max(control_cpu, compute_cpu)}"},
+           f"ListProcesses(): {mine}")
+    expect(bus.get("ManagedProcesses") == "u 1", "ManagedProcesses is 1")
+    stats = bus.get_json("Stats")
+    expect(stats[0] > 0 and stats[3] >= 1, f"Stats: events {stats[0]}, placements {stats[3]}")
+    p = bus.run([tunectl, "processes"], run_as="nobody")
+    lines = p.stdout.splitlines()
+    expect(lines[0].split()[:3] == ["PID", "COMM", "RULE"]
+           and any(line.split()[0] == str(target.pid) and line.split()[5:7] == [str(control_cpu), str(compute_cpu)]
+                   for line in lines[1:]),
+           "npu-tunectl processes (as nobody): the process, its control and compute CPUs")
+    print(p.stdout)
+    print(bus.run([tunectl, "status"]).stdout)
+
+    for cmd in ([tunectl, "--json", "explain", str(target.pid)],
+                [npu_tuned, "--policy-dir", policy_dir, "--explain", str(target.pid), "--json"]):
+        ex = json.loads(bus.run(cmd).stdout)
+        expect(ex["source"] == "daemon" and ex["managed"] and ex["rule"] == "threads-target"
+               and ex["roles"]["control"] == str(control_cpu) and ex["roles"]["compute"] == str(compute_cpu)
+               and ex["reasons"], f"{os.path.basename(cmd[0])} explain: the daemon's placement")
+    text = bus.run([tunectl, "explain", str(target.pid)]).stdout
+    expect("as the running npu-tuned placed it" in text, "npu-tunectl explain (text) says it is the daemon's")
+    err, msg = bus.call_error("Explain", "uint32:4194303")
+    expect(err == "org.nputuned1.Error.NoSuchProcess", f"Explain(no such process): {err}")
+    err, msg = bus.call_error("Release", f"uint32:{os.getpid()}")
+    expect(err == "org.nputuned1.Error.NotManaged", f"Release(an unmanaged process): {err}")
+
+    # A reload that changes no rule moves nothing: no ProcessReleased, the same CPUs.
+    with open(path, "w") as f:
+        json.dump(livetest.placing_policy("bus-live: reloaded, same rules"), f)
+    bus.run([tunectl, "reload"])
+    mon.wait_for(r'member=PolicyReloaded.*?boolean true')
+    time.sleep(0.3)
+    expect(mon.text().count("member=ProcessPlaced") == 1 and "member=ProcessReleased" not in mon.text(),
+           "Reload() with the same rules: PolicyReloaded(true), the process is not released and placed again")
+    livetest.wait_placed(target.pid, 5, control_cpu, compute_cpu, timeout=1)
+
+    err, msg = bus.call_error("Release", f"uint32:{target.pid}", run_as="nobody")
+    expect(err == "org.freedesktop.DBus.Error.AccessDenied", f"Release() as nobody: {err}")
+    livetest.wait_placed(target.pid, 5, control_cpu, compute_cpu, timeout=1)
+    p = bus.run([tunectl, "release", str(target.pid)])
+    mon.wait_for(rf"member=ProcessReleased\s+uint32 {target.pid}\s+uint64 \d+\s+string \"released\"")
+    now = livetest.affinities(target.pid)
+    expect(all(a == original for _, a in now.values()),
+           f"Release(): every thread back on its original CPUs {sorted(original)}, ProcessReleased signalled")
+    bus.call("Rescan")
+    time.sleep(0.3)
+    expect(bus.get("ManagedProcesses") == "u 0" and all(a == original for _, a in livetest.affinities(target.pid).values()),
+           "after Rescan() the released process stays released")
+    mon.close()
+    daemon.send_signal(signal.SIGTERM)
+    expect(daemon.wait(10) == 0, "npu-tuned exited 0 on SIGTERM")
+finally:
+    if target:
+        target.kill()
+        target.wait()
+    if daemon and daemon.poll() is None:
+        daemon.kill()
+        daemon.wait()
+    print("--- daemon log ---")
+    print(open(log_path).read() if os.path.exists(log_path) else "")
+    bus.close()
+    shutil.rmtree(tmp, ignore_errors=True)
+print("PASS")
