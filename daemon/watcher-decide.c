@@ -38,7 +38,7 @@ int watcher_thread_diff(const managed_thread *known, unsigned n_known, const wat
         if (!changes)
                 return -ENOMEM;
         for (unsigned i = 0; i < n_known; i++)
-                if (!bsearch(&known[i].tid, seen, n_seen, sizeof *seen, cmp_seen))
+                if (n_seen == 0 || !bsearch(&known[i].tid, seen, n_seen, sizeof *seen, cmp_seen))
                         changes[n++] = (watcher_thread_change){ .kind = WATCHER_THREAD_GONE, .tid = known[i].tid };
         for (size_t i = 0; i < n_seen; i++) {
                 const managed_thread *t = find_known(known, n_known, seen[i].tid);
