@@ -41,6 +41,19 @@ grep -q 'include/npu-tuned/cpuset.h:[0-9]*: basic includes npu-tuned/plan.h of t
         fail "check did not name the header: $(cat "$tmp/err")"
 echo "ok: check refuses $(cat "$tmp/err")"
 
+# An external library the tier does not list: included, or linked.
+plant lib-include
+sed -i '0,/^#include </s//#include <numa.h>\n&/' "$tmp/lib-include/libtune/basic/parse.c"
+if python3 "$tool" check "$tmp/lib-include" 2>"$tmp/err"; then fail "check passed a basic source including numa.h"; fi
+grep -q '^libtune/basic/parse.c:[0-9]*: basic includes <numa.h> of libnuma' "$tmp/err" ||
+        fail "check did not name the library include: $(cat "$tmp/err")"
+echo "ok: check refuses $(cat "$tmp/err")"
+plant lib-link
+sed -i 's|dependencies : \[cpupower_dep\]|dependencies : [cpupower_dep, jsonc_dep]|' "$tmp/lib-link/libtune/knobs/meson.build"
+if python3 "$tool" check "$tmp/lib-link" 2>"$tmp/err"; then fail "check passed knobs linking json-c"; fi
+grep -q '^libtune/knobs/meson.build: links jsonc_dep' "$tmp/err" || fail "check did not name the link: $(cat "$tmp/err")"
+echo "ok: check refuses $(cat "$tmp/err")"
+
 # A header in no tier, a stray source, a cycle: the table is refused.
 plant loose
 touch "$tmp/loose/include/npu-tuned/orphan.h"

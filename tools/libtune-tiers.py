@@ -10,7 +10,9 @@ include-farm SRCROOT OUTDIR
 check SRCROOT
     The same rules read from the sources: every '#include "npu-tuned/X.h"' of a tier's
     sources (libtune/TIER/*.[ch]) and of its public headers names a header of the tier or
-    of a tier it uses. Also catches a header nobody in the tier includes yet.
+    of a tier it uses (also a header nobody in the tier includes yet); an external
+    library's header is included, and its dependency linked in libtune/TIER/meson.build,
+    only by a tier whose "libs" name it.
 """
 import configparser
 import os
@@ -18,6 +20,15 @@ import re
 import sys
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*"npu-tuned/([^"]+)\.h"', re.M)
+SYSTEM_INCLUDE = re.compile(r'^\s*#\s*include\s*<([^>]+)>', re.M)
+# The external libraries a tier may name in "libs": the headers that belong to each, and
+# the meson dependency that links it.
+LIBS = {
+    "json-c": {"headers": re.compile(r"^(json\.h|json-c/)"), "dep": "jsonc_dep"},
+    "libnuma": {"headers": re.compile(r"^(numa\.h|numaif\.h)$"), "dep": "numa_dep"},
+    "libcpupower": {"headers": re.compile(r"^(cpufreq\.h|cpupower\.h|cpuidle\.h)$"), "dep": "cpupower_dep"},
+}
+MESON_DEPS = re.compile(r"dependencies\s*:\s*\[([^\]]*)\]")
 
 
 class TierError(Exception):
@@ -32,7 +43,11 @@ def load(srcroot):
     for name in cp.sections():
         uses = cp[name].get("uses", "").split()
         headers = cp[name].get("headers", "").split()
-        tiers[name] = {"uses": uses, "headers": headers}
+        libs = cp[name].get("libs", "").split()
+        for lib in libs:
+            if lib not in LIBS:
+                raise TierError(f"tiers.ini: {name} names unknown library {lib} (known: {' '.join(LIBS)})")
+        tiers[name] = {"uses": uses, "headers": headers, "libs": libs}
         for h in headers:
             if h in owner:
                 raise TierError(f"tiers.ini: header {h}.h is in both {owner[h]} and {name}")
@@ -97,7 +112,18 @@ def check(srcroot):
     tiers, owner = load(srcroot)
     problems = []
 
+    def verify_libs(path, tier, shown):
+        with open(path, errors="replace") as f:
+            text = f.read()
+        for m in SYSTEM_INCLUDE.finditer(text):
+            line = text.count("\n", 0, m.start()) + 1
+            for lib, spec in LIBS.items():
+                if spec["headers"].match(m.group(1)) and lib not in tiers[tier]["libs"]:
+                    problems.append(f"{shown}:{line}: {tier} includes <{m.group(1)}> of {lib}, which the tier does not list"
+                                    f" (libs: {' '.join(tiers[tier]['libs']) or 'none'})")
+
     def verify(path, tier, shown):
+        verify_libs(path, tier, shown)
         for line, h in includes(path):
             if h not in owner:
                 problems.append(f"{shown}:{line}: npu-tuned/{h}.h is not a public header of any tier")
@@ -112,6 +138,17 @@ def check(srcroot):
         d = os.path.join(srcroot, "libtune", tier)
         if not os.path.isdir(d):
             continue
+        build = os.path.join(d, "meson.build")
+        if os.path.isfile(build):
+            with open(build) as f:
+                deps = set()
+                for m in MESON_DEPS.finditer(f.read()):
+                    deps.update(x.strip() for x in m.group(1).split(",") if x.strip())
+            want = {LIBS[lib]["dep"] for lib in tiers[tier]["libs"]}
+            for dep in sorted(deps - want):
+                problems.append(f"libtune/{tier}/meson.build: links {dep}, which tiers.ini does not list for {tier}")
+            for dep in sorted(want - deps):
+                problems.append(f"libtune/{tier}/meson.build: does not link {dep}, which tiers.ini lists for {tier}")
         for f in sorted(os.listdir(d)):
             if f.endswith((".c", ".h")):
                 n += 1
