@@ -1,12 +1,12 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0-only
 # Install what npu-tuned needs on Debian 12: to build and run it (no argument), or also
-# everything the test suite uses (--test: cmocka, hwloc's lstopo, dbus and busctl, QEMU for the
+# everything the test suite uses (--test: cmocka, hwloc's lstopo, dbus and busctl, debootstrap and QEMU for the
 # multi-NUMA guest tests, clang for the fuzzer). Idempotent; uses sudo when not root.
 set -eu
 
 build="meson ninja-build pkg-config gcc libsystemd-dev libnuma-dev libhwloc-dev libcpupower-dev libjson-c-dev"
-test="libcmocka-dev hwloc dbus systemd clang libclang-rt-dev python3 bzip2 tar util-linux procps qemu-system-x86 busybox-static cpio xz-utils"
+test="libcmocka-dev hwloc dbus systemd debootstrap clang libclang-rt-dev python3 bzip2 tar util-linux procps qemu-system-x86 busybox-static cpio xz-utils"
 
 pkgs=$build
 case "${1:-}" in
