@@ -236,8 +236,25 @@ static void apply_process(Placement *p, managed_process *mp) {
         tune_affinity_stats stats = {};
         int r;
 
-        if (!pl || pl->action != TUNE_PLAN_PLACE)
+        if (!pl)
                 return;
+        if (pl->action != TUNE_PLAN_PLACE) {
+                /* Placed before and not now (e.g. an unverified claim whose CPUs a verified
+                 * one took): it must not keep CPUs that are someone else's now. */
+                if (pp->originals.n > 0) {
+                        uint64_t start_time = pp->originals.start_time;
+                        r = tune_affinity_restore(p->ctx, NULL, &pp->originals, &stats);
+                        if (r < 0 && r != -ESRCH)
+                                log_warning_errno(r, "Failed to give pid %d its original CPU affinity back: %m", mp->pid);
+                        else
+                                log_info("pid %d is no longer placed: gave %u thread(s) their original CPU affinity back.",
+                                         mp->pid, stats.set);
+                        tune_affinity_originals_done(&pp->originals);
+                        pp->originals.start_time = start_time;
+                        record_remove(p, pp);
+                }
+                return;
+        }
         tune_thread_target target = { .plan = pl, .rule = mp->rule };
         pp->restore_on_stop = mp->rule->restore_on_stop;
         r = tune_affinity_apply(p->ctx, &pp->backend, mp->pid, tune_thread_target_choose, &target, &pp->originals, &stats);
@@ -386,17 +403,14 @@ static bool placement_same(const tune_plan *a, const tune_plan *b) {
 /* (Re)plan mp with its current rule and accelerators, and apply the outcome. */
 static void place(Placement *p, managed_process *mp) {
         placed_process *pp = mp->userdata;
-        const tune_accel *accels[64];
-        unsigned n = 0;
         tune_keys changed = {};
         int r;
 
-        n = placement_resolve_accels(p->accels, mp, accels, ELEMENTSOF(accels));
         (void) tune_topology_refresh_memory(p->ctx, p->topology);
         const tune_plan *before = tune_placer_get(p->placer, pp->key);
         tune_plan old = {};
         bool had = before && tune_plan_copy(&old, before) >= 0;
-        r = tune_placer_set(p->placer, pp->key, mp->rule, accels, n, &changed);
+        r = placement_set_process(p->placer, p->ctx, p->accels, mp, pp->key, &changed);
         if (r < 0) {
                 tune_plan_done(&old);
                 log_warning_errno(r, "Failed to plan pid %d, leaving it alone: %m", mp->pid);

@@ -157,6 +157,9 @@ typedef struct tune_policy_rule {
                                           * 0: the accelerator's node always does */
         unsigned memory_rate_mib_s;      /* migration rate limit; 0 = unlimited */
 
+        bool claims_any;                 /* "claims": "any": every match is believed; default
+                                          * "verified": a claim must be verified before it may
+                                          * take CPUs a verified claim wants (docs/trust.md) */
         bool restore_on_stop;            /* give threads their original affinity back */
         bool reassert_affinity;          /* false: respect a process that re-binds itself */
 

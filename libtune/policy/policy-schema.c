@@ -1397,11 +1397,13 @@ static bool valid_rule_name(const char *s) {
 /* Returns whether the rule is enabled (and so belongs in the policy). */
 static bool parse_rule(sctx *c, json_object *o, tune_policy_rule *r) {
         static const char *const keys[] = { "name", "enabled", "priority", "match", "accelerators", "rank", "threads",
-                                            "memory", "restore_on_stop", "reassert_affinity", "unattributed", NULL };
+                                            "memory", "claims", "restore_on_stop", "reassert_affinity", "unattributed", NULL };
+        static const char *const claims[] = { "verified", "any", NULL };
         json_object *sub, *v;
         const char *s;
         bool enabled = true;
         int64_t prio;
+        int a;
 
         *r = (tune_policy_rule){
                 .accel_mode = TUNE_ACCEL_AUTO,
@@ -1448,6 +1450,8 @@ static bool parse_rule(sctx *c, json_object *o, tune_policy_rule *r) {
                 parse_memory(c, sub, r);
                 pop(c, saved);
         }
+        if (get_enum(c, o, "claims", claims, &a))
+                r->claims_any = a == 1;
         (void) get_bool(c, o, "restore_on_stop", &r->restore_on_stop);
         (void) get_bool(c, o, "reassert_affinity", &r->reassert_affinity);
         if (get_object(c, o, "unattributed", &sub)) {
@@ -1472,6 +1476,13 @@ static bool parse_rule(sctx *c, json_object *o, tune_policy_rule *r) {
         } else if (r->match_comm && !r->match_exe && !r->has_match_cmdline && !r->match_uids && !r->match_cgroup) {
                 size_t saved = push_key(c, "match");
                 schema_warning(c, "matches on comm only: any user can name a process that way; add exe, cmdline, user or cgroup");
+                pop(c, saved);
+        }
+        if (r->claims_any && !r->match_uids && !r->match_cgroup) {
+                size_t saved = push_key(c, "claims");
+                schema_warning(c, "is \"any\" and the rule names no user or cgroup: any user can start a process it matches and "
+                        "take CPUs next to an accelerator; add match.user or match.cgroup, or leave claims \"verified\" "
+                        "(docs/trust.md)");
                 pop(c, saved);
         }
         if (r->rank_source != TUNE_RANK_NONE && r->accel_mode == TUNE_ACCEL_NONE) {
