@@ -147,6 +147,7 @@ static json_object *rule_json(out *o, const tune_policy_rule *r) {
         put(o, sub, "settle_delay_ms", json_object_new_int64(r->memory_settle_delay_ms));
         put(o, sub, "min_free_mib", json_object_new_int64((int64_t) (r->memory_min_free_kib / 1024)));
         put(o, sub, "rate_mib_s", json_object_new_int64(r->memory_rate_mib_s));
+        put(o, sub, "shared", json_object_new_boolean(r->memory_shared));
         put(o, j, "memory", sub);
 
         put_string(o, j, "claims", r->claims_any ? "any" : "verified");

@@ -1354,7 +1354,7 @@ static void parse_threads(sctx *c, json_object *o, tune_policy_rule *r) {
 }
 
 static void parse_memory(sctx *c, json_object *o, tune_policy_rule *r) {
-        static const char *const keys[] = { "migrate", "settle_delay_ms", "min_free_mib", "rate_mib_s", NULL };
+        static const char *const keys[] = { "migrate", "settle_delay_ms", "min_free_mib", "rate_mib_s", "shared", NULL };
         int64_t mib;
 
         check_keys(c, o, keys);
@@ -1363,6 +1363,7 @@ static void parse_memory(sctx *c, json_object *o, tune_policy_rule *r) {
         if (get_int(c, o, "min_free_mib", 0, INT64_C(1) << 30, "MiB", &mib))
                 r->memory_min_free_kib = (uint64_t) mib * 1024;
         (void) get_unsigned(c, o, "rate_mib_s", 0, 1048576, "MiB/s", &r->memory_rate_mib_s);
+        (void) get_bool(c, o, "shared", &r->memory_shared);
 }
 
 static void parse_unattributed(sctx *c, json_object *o, tune_policy_rule *r) {
