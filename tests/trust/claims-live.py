@@ -80,10 +80,17 @@ with tempfile.TemporaryDirectory() as tmp:
             fail("the real server did not start")
         placed = wait_placed(real.pid, 3, control_cpu, compute_cpu, timeout=5)
         print(f"ok: the real server (root) got both CPUs by role with 3 fakes of nobody there first: {placed}")
-        for pid in fakes:
-            for tid in threads(pid):
-                if allowed(pid, tid) != before:
-                    fail(f"fake {pid} thread {tid} was pinned: {sorted(allowed(pid, tid))}")
+        # The daemon gives a fake that was placed while alone its affinity back right after
+        # it pins the real server: allow it a moment.
+        deadline = time.monotonic() + 2
+        while True:
+            pinned = [(pid, tid, sorted(allowed(pid, tid))) for pid in fakes for tid in threads(pid)
+                      if allowed(pid, tid) != before]
+            if not pinned:
+                break
+            if time.monotonic() > deadline:
+                fail(f"fakes still pinned: {pinned}\n{daemon_log()}")
+            time.sleep(0.01)
         print(f"ok: the fakes keep their affinity {sorted(before)}")
         if "its claim is not verified" not in daemon_log():
             fail("the daemon does not say why the fakes were not placed")
