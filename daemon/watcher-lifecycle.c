@@ -214,6 +214,7 @@ Watcher *watcher_free(Watcher *w) {
                         entry_free(registry_get(w->registry, pids[i]));
         registry_free(w->registry);
         sd_event_source_disable_unref(w->timer);
+        free(w->uid_counts);
         tune_strv_free(w->env_names);
         free(w->accel_rdevs);
         sd_event_unref(w->event);
