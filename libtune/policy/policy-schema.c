@@ -1145,6 +1145,10 @@ static void parse_match(sctx *c, json_object *o, tune_policy_rule *r) {
                 if (compile_regex(c, s, REG_NOSUB, &r->match_cmdline)) {
                         r->has_match_cmdline = true;
                         (void) dup_string(c, s, &r->match_cmdline_src);
+                        if (s[0] != '^' && strstr(s, ".*"))
+                                schema_warning(c, "is not anchored with '^' and has \".*\": on a long command line (any user "
+                                        "writes their own) every start position runs \".*\" to the end, costing ms "
+                                        "on each rename; anchor it, e.g. \"^([^ ]*/)?prog .*\" (docs/trust.md)");
                 }
                 pop(c, saved);
         }
