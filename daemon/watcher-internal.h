@@ -62,6 +62,9 @@ struct Watcher {
         bool warned_full;
         watcher_uid_count *uid_counts;
         unsigned n_uid_counts;
+        sd_event_source *resync_timer; /* a resync coalesced after overruns (watcher-reconcile.c) */
+        uint64_t last_resync_usec;
+        bool resync_pending;
 };
 
 static inline uint64_t watcher_now_usec(Watcher *w) {

@@ -213,6 +213,7 @@ Watcher *watcher_free(Watcher *w) {
                 for (size_t i = 0; i < n; i++)
                         entry_free(registry_get(w->registry, pids[i]));
         registry_free(w->registry);
+        sd_event_source_disable_unref(w->resync_timer);
         sd_event_source_disable_unref(w->timer);
         free(w->uid_counts);
         tune_strv_free(w->env_names);
