@@ -19,49 +19,21 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from trustlive import AS_NOBODY, Daemon, fail, install, require_root  # noqa: E402
+
 npu_tuned, forker = sys.argv[1], sys.argv[2]
 N = int(os.environ.get("NPT_CANDIDATES", "5000"))
-if os.geteuid() != 0:
-    print("SKIP: needs root (the proc connector)")
-    sys.exit(77)
-src = os.environ.get("NPU_SOURCE_ROOT", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+require_root()
 python = shutil.which("python3")
 
-
-def fail(why):
-    print(f"FAIL: {why}")
-    sys.exit(1)
-
-
 with tempfile.TemporaryDirectory() as tmp:
-    os.chmod(tmp, 0o755)
-    bindir = os.path.join(tmp, "bin")
-    os.mkdir(bindir, 0o755)
-    fake = os.path.join(bindir, "python3")
-    shutil.copy(forker, fake)
-    os.chmod(fake, 0o755)
-    policy_dir = os.path.join(tmp, "policies")
-    os.mkdir(policy_dir)
-    shutil.copy(os.path.join(src, "policies", "default.json"), policy_dir)
-    state_dir = os.path.join(tmp, "state")
-    log = open(os.path.join(tmp, "daemon.log"), "w+")
-    daemon = subprocess.Popen([npu_tuned, "--policy-dir", policy_dir, "--state-dir", state_dir, "-v"],
-                              stdout=log, stderr=subprocess.STDOUT)
+    fake = install(tmp, forker, "python3")
+    daemon = Daemon(npu_tuned, tmp, "default.json")
     flood = worker = None
-
-    def daemon_log():
-        log.seek(0)
-        return log.read()
-
     try:
-        deadline = time.monotonic() + 10
-        while "Running:" not in daemon_log():
-            if daemon.poll() is not None or time.monotonic() > deadline:
-                fail(f"daemon did not start: {daemon_log()[-2000:]}")
-            time.sleep(0.02)
         # With a visible-devices variable, so that its children are worth inheriting from.
-        flood = subprocess.Popen(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", fake, str(N)],
-                                 stdout=subprocess.PIPE, start_new_session=True,
+        flood = subprocess.Popen(AS_NOBODY + [fake, str(N)], stdout=subprocess.PIPE, start_new_session=True,
                                  env={"PATH": "/usr/bin:/bin", "ASCEND_RT_VISIBLE_DEVICES": "0"})
         if not flood.stdout.readline().startswith(b"forked"):
             fail("the flood did not start")
@@ -69,11 +41,9 @@ with tempfile.TemporaryDirectory() as tmp:
         t0 = time.monotonic()
         worker = subprocess.Popen(["bash", "-c", f'exec -a VLLM::Worker_TP0 {python} -c "import time; time.sleep(60)"'],
                                   env={**os.environ, "ASCEND_RT_VISIBLE_DEVICES": "0"})
-        while f"matched pid={worker.pid} " not in daemon_log():
+        while f"matched pid={worker.pid} " not in daemon.log():
             if time.monotonic() - t0 > 1.0:
-                stats = [line for line in daemon_log().splitlines() if "candidate" in line.lower()][-3:]
-                fail(f"the real worker {worker.pid} was not managed within 1 s with {N} candidates of nobody: "
-                     f"{stats}")
+                fail(f"the real worker {worker.pid} was not managed within 1 s with {N} candidates of nobody")
             time.sleep(0.005)
         print(f"ok: the real worker was managed {1000 * (time.monotonic() - t0):.0f} ms after it started, "
               f"with {N} candidates of nobody")
@@ -84,6 +54,5 @@ with tempfile.TemporaryDirectory() as tmp:
         if flood:
             os.killpg(flood.pid, signal.SIGKILL)
             flood.wait()
-        daemon.terminate()
-        daemon.wait(timeout=20)
+        daemon.stop()
 print("candidates-live: all passed")

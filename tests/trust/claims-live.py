@@ -15,60 +15,35 @@ Also: --explain prints the real server's name escaped when it holds a control ch
 (it runs through a symlink whose name has an ESC in it, so that is its comm).
 Needs root, the proc connector and 2 CPUs: skips (77) and says which otherwise.
 Usage: claims-live.py NPU_TUNED THREADS_TARGET"""
-import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "placement"))
-from livetest import allowed, fail, placing_policy, require_root_and_two_cpus, threads, wait_placed  # noqa: E402
+from livetest import allowed, placing_policy, require_root_and_two_cpus, threads, wait_placed  # noqa: E402
+from trustlive import AS_NOBODY, Daemon, fail, install, require_root  # noqa: E402
 
 npu_tuned, target_bin = sys.argv[1], sys.argv[2]
 control_cpu, compute_cpu = require_root_and_two_cpus()
-if shutil.which("setpriv") is None:
-    print("SKIP: needs setpriv (util-linux) to run the fakes as nobody")
-    sys.exit(77)
+require_root()
 
 policy = placing_policy("claims-live: a rule any user can satisfy", user=None)
 
 with tempfile.TemporaryDirectory() as tmp:
-    os.chmod(tmp, 0o755)
-    bindir = os.path.join(tmp, "bin")
-    os.mkdir(bindir, 0o755)
-    target = os.path.join(bindir, "threads-target")
-    shutil.copy(target_bin, target)
-    os.chmod(target, 0o755)
-    evil = os.path.join(bindir, "srv\x1b[2Jx")  # comm "srv\x1b[2Jx"
+    target = install(tmp, target_bin, "threads-target")
+    evil = os.path.join(os.path.dirname(target), "srv\x1b[2Jx")  # comm "srv\x1b[2Jx"
     os.symlink(target, evil)
-    policy_dir = os.path.join(tmp, "policies")
-    state_dir = os.path.join(tmp, "state")
-    os.mkdir(policy_dir)
-    os.mkdir(state_dir, 0o700)
-    with open(os.path.join(policy_dir, "test.json"), "w") as f:
-        json.dump(policy, f)
-    log = open(os.path.join(tmp, "daemon.log"), "w+")
     procs = []
-    daemon = subprocess.Popen([npu_tuned, "--policy-dir", policy_dir, "--state-dir", state_dir, "-v"],
-                              stdout=log, stderr=subprocess.STDOUT)
-
-    def daemon_log():
-        log.seek(0)
-        return log.read()
-
+    daemon = Daemon(npu_tuned, tmp, policy)
+    daemon_log = daemon.log
     try:
-        deadline = time.monotonic() + 10
-        while "Running:" not in daemon_log():
-            if daemon.poll() is not None or time.monotonic() > deadline:
-                fail(f"daemon did not start: {daemon_log()}")
-            time.sleep(0.02)
         before = allowed(os.getpid(), os.getpid())
         fakes = []
         for _ in range(3):
-            p = subprocess.Popen(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", target,
-                                  "--control", "1", "--compute", "1", "--timeout", "60"], stdout=subprocess.PIPE)
+            p = subprocess.Popen(AS_NOBODY + [target, "--control", "1", "--compute", "1", "--timeout", "60"],
+                                 stdout=subprocess.PIPE)
             procs.append(p)
             if not p.stdout.readline().startswith(b"ready"):
                 fail("a fake did not start")
@@ -94,7 +69,7 @@ with tempfile.TemporaryDirectory() as tmp:
         print(f"ok: the fakes keep their affinity {sorted(before)}")
         if "its claim is not verified" not in daemon_log():
             fail("the daemon does not say why the fakes were not placed")
-        ex = subprocess.run([npu_tuned, "--policy-dir", policy_dir, "--explain", str(real.pid)],
+        ex = subprocess.run([npu_tuned, "--policy-dir", daemon.policy_dir, "--explain", str(real.pid)],
                             capture_output=True, text=True, timeout=30)
         if "\x1b" in ex.stdout or "srv\\x1b[2Jx" not in ex.stdout:
             fail(f"--explain does not escape the comm: {ex.stdout!r}")
@@ -103,6 +78,5 @@ with tempfile.TemporaryDirectory() as tmp:
         for p in procs:
             p.kill()
             p.wait()
-        daemon.terminate()
-        daemon.wait(timeout=10)
+        daemon.stop()
 print("claims-live: all passed")
