@@ -7,9 +7,11 @@
  * afterwards was never managed. Now a user's entries are capped (max_managed / 8, at
  * least 64), a candidate's children are kept only when the parent is managed or carries
  * an environment worth inheriting, and a process that a rule really matches evicts a mere
- * candidate (of the user with the most entries) when the table is full. */
+ * candidate (of the user with the most entries) when the table is full, and a match
+ * refused because max_managed processes are managed is tried again when one goes. */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "log.h"
 #include "watcher-internal.h"
@@ -55,6 +57,66 @@ void watcher_budget_remove(Watcher *w, uid_t uid) {
                 return;
         if (--c->entries == 0)
                 *c = w->uid_counts[--w->n_uid_counts]; /* users come and go: keep it small */
+}
+
+#define WATCHER_REFUSED_MAX 256u
+
+void watcher_budget_queue_refused(Watcher *w, pid_t pid, uint64_t start_time) {
+        for (unsigned i = 0; i < w->n_refused; i++)
+                if (w->refused[i].pid == pid && w->refused[i].start_time == start_time)
+                        return;
+        if (!w->refused) {
+                w->refused = calloc(WATCHER_REFUSED_MAX, sizeof *w->refused);
+                if (!w->refused)
+                        return;
+        }
+        if (w->n_refused == WATCHER_REFUSED_MAX) {
+                memmove(w->refused, w->refused + 1, (WATCHER_REFUSED_MAX - 1) * sizeof *w->refused);
+                w->n_refused--;
+        }
+        w->refused[w->n_refused].pid = pid;
+        w->refused[w->n_refused].start_time = start_time;
+        w->n_refused++;
+}
+
+/* Deferred: never from inside the release that made the room (a consumer callback may
+ * be running). */
+static int on_retry(sd_event_source *s, void *userdata) {
+        Watcher *w = userdata;
+        unsigned done = 0;
+
+        while (done < w->n_refused && w->stats.managed < w->params.max_managed) {
+                pid_t pid = w->refused[done].pid;
+                uint64_t start_time = w->refused[done].start_time;
+                tune_proc_stat st;
+                Entry *e;
+
+                done++;
+                if (tune_proc_read_stat(w->ctx, pid, &st) < 0 || st.start_time != start_time)
+                        continue; /* gone */
+                e = registry_get(w->registry, pid);
+                if (e && (e->matched || e->p.start_time != start_time))
+                        continue;
+                w->stats.retried++;
+                watcher_evaluate(w, e, &st, NULL, EVAL_SCAN);
+        }
+        memmove(w->refused, w->refused + done, (w->n_refused - done) * sizeof *w->refused);
+        w->n_refused -= done;
+        return 0;
+}
+
+void watcher_budget_room_freed(Watcher *w) {
+        int r;
+
+        if (w->n_refused == 0 || !w->event)
+                return;
+        if (!w->retry_source) {
+                r = sd_event_add_defer(w->event, &w->retry_source, on_retry, w);
+                if (r < 0)
+                        return;
+                (void) sd_event_source_set_description(w->retry_source, "watcher-retry-refused");
+        }
+        (void) sd_event_source_set_enabled(w->retry_source, SD_EVENT_ONESHOT);
 }
 
 /* Free one mere candidate, of the user with the most entries. -ENOSPC when there is none

@@ -98,6 +98,7 @@ void entry_unmatch(Entry *e, watcher_exit_reason reason) {
         e->p.userdata = NULL;
         e->matched = false;
         w->stats.managed--;
+        watcher_budget_room_freed(w);
         w->stats.candidates++;
         entry_drop_pidfd(e);
         entry_clear_threads(e);

@@ -62,6 +62,9 @@ struct Watcher {
         bool warned_full;
         watcher_uid_count *uid_counts;
         unsigned n_uid_counts;
+        struct { pid_t pid; uint64_t start_time; } *refused; /* matches refused for a full table, oldest first */
+        unsigned n_refused;
+        sd_event_source *retry_source; /* re-evaluates them once room frees up (watcher-budget.c) */
         sd_event_source *resync_timer; /* a resync coalesced after overruns (watcher-reconcile.c) */
         uint64_t last_resync_usec;
         bool resync_pending;
@@ -101,6 +104,11 @@ unsigned watcher_budget_count(Watcher *w, uid_t uid);
 int watcher_budget_add(Watcher *w, uid_t uid);
 void watcher_budget_remove(Watcher *w, uid_t uid);
 int watcher_budget_evict(Watcher *w);
+/* A match refused because max_managed processes are managed: re-evaluated (oldest first,
+ * as many as there is room for) soon after a managed process goes. Bounded: the oldest
+ * are dropped beyond WATCHER_REFUSED_MAX. */
+void watcher_budget_queue_refused(Watcher *w, pid_t pid, uint64_t start_time);
+void watcher_budget_room_freed(Watcher *w);
 
 /* Threads: the thread list of a managed process against /proc/PID/task (watcher-threads.c). */
 managed_thread *entry_thread_add(Entry *e, pid_t tid, const char *comm);

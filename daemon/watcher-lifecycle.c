@@ -215,6 +215,8 @@ Watcher *watcher_free(Watcher *w) {
         registry_free(w->registry);
         sd_event_source_disable_unref(w->resync_timer);
         sd_event_source_disable_unref(w->timer);
+        free(w->refused);
+        sd_event_source_disable_unref(w->retry_source);
         free(w->uid_counts);
         tune_strv_free(w->env_names);
         free(w->accel_rdevs);

@@ -82,6 +82,7 @@ typedef struct watcher_stats {
         uint64_t skipped_full; /* matches dropped because max_managed was reached */
         uint64_t skipped_budget; /* candidates not kept: their user has its share of entries */
         uint64_t evicted;      /* candidates dropped to make room for a process a rule matches */
+        uint64_t retried;      /* refused matches evaluated again once room freed up */
         unsigned managed;      /* matched now */
         unsigned candidates;   /* unmatched processes kept for their environment (descendants, retitle candidates) */
         bool filter;           /* kernel event filter in use */
