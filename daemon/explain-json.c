@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "explain-json.h"
+#include "npu-tuned/proc.h"
 #include "npu-tuned/thread-role.h"
 
 static int add(json_object *o, const char *key, json_object *v) {
@@ -99,19 +100,29 @@ static const char *or_dash(const char *s) {
         return s && *s ? s : "-";
 }
 
+/* What came from the process (its name, its environment's variable names, reasons that
+ * quote them) is escaped for the terminal: a comm with ESC in it must not write control
+ * sequences or fake lines (docs/trust.md). */
+static const char *esc(const char *s, char *buf, size_t size) {
+        tune_escape(s, buf, size);
+        return buf;
+}
+
 void explain_print_text(json_object *j, FILE *f) {
         json_object *v, *roles, *reasons;
+        char e1[1024], e2[1024], e3[1024];
 
         if (!json_object_object_get_ex(j, "managed", &v) || !json_object_get_boolean(v)) {
-                fprintf(f, "Process %s: not managed: %s\n", str(j, "pid"), str(j, "reason"));
+                fprintf(f, "Process %s: not managed: %s\n", str(j, "pid"), esc(str(j, "reason"), e1, sizeof e1));
                 return;
         }
-        fprintf(f, "Process %s (%s)%s\n", str(j, "pid"), str(j, "comm"),
+        fprintf(f, "Process %s (%s)%s\n", str(j, "pid"), esc(str(j, "comm"), e1, sizeof e1),
                 streq(str(j, "source"), EXPLAIN_SOURCE_DAEMON) ? ", as the running npu-tuned placed it"
                                                                : ", as npu-tuned would place it");
-        fprintf(f, "  rule:          %s (%s)\n", str(j, "rule"), str(j, "rule_file"));
+        fprintf(f, "  rule:          %s (%s)\n", esc(str(j, "rule"), e1, sizeof e1), esc(str(j, "rule_file"), e2, sizeof e2));
         fprintf(f, "  accelerators:  %s (source: %s%s%s)\n", *str(j, "accelerators") ? str(j, "accelerators") : "none",
-                str(j, "accelerator_source"), *str(j, "accelerator_variable") ? ", " : "", str(j, "accelerator_variable"));
+                str(j, "accelerator_source"), *str(j, "accelerator_variable") ? ", " : "",
+                esc(str(j, "accelerator_variable"), e3, sizeof e3));
         if (json_object_object_get_ex(j, "rank", &v) && json_object_get_int(v) >= 0)
                 fprintf(f, "  rank:          %d\n", json_object_get_int(v));
         fprintf(f, "  action:        %s\n", str(j, "action"));
@@ -127,5 +138,6 @@ void explain_print_text(json_object *j, FILE *f) {
         fprintf(f, "  why:\n");
         if (json_object_object_get_ex(j, "reasons", &reasons))
                 for (size_t i = 0; i < json_object_array_length(reasons); i++)
-                        fprintf(f, "    - %s\n", json_object_get_string(json_object_array_get_idx(reasons, i)));
+                        fprintf(f, "    - %s\n", esc(json_object_get_string(json_object_array_get_idx(reasons, i)), e1,
+                                                        sizeof e1));
 }

@@ -24,11 +24,8 @@
 #include "placement.h"
 #include "watcher.h"
 
-static int plan_process(const tune_accels *all, tune_placer *placer, managed_process *mp) {
-        const tune_accel *accels[64];
-        unsigned n = placement_resolve_accels(all, mp, accels, ELEMENTSOF(accels));
-
-        return tune_placer_set(placer, placement_key(mp->pid, mp->start_time), mp->rule, accels, n, NULL);
+static int plan_process(const tune_ctx *ctx, const tune_accels *all, tune_placer *placer, managed_process *mp) {
+        return placement_set_process(placer, ctx, all, mp, placement_key(mp->pid, mp->start_time), NULL);
 }
 
 static int explain_computed(const daemon_options *o, json_object **ret) {
@@ -85,7 +82,7 @@ static int explain_computed(const daemon_options *o, json_object **ret) {
                 managed_process *other;
                 if (pids[i] == o->explain_pid || watcher_evaluate_pid(w, pids[i], &other) < 0)
                         continue;
-                if (plan_process(&m->accels, placer, other) < 0)
+                if (plan_process(m->ctx, &m->accels, placer, other) < 0)
                         return log_oom(), 1;
         }
         r = watcher_evaluate_pid(w, o->explain_pid, &target);
@@ -93,7 +90,7 @@ static int explain_computed(const daemon_options *o, json_object **ret) {
                 fprintf(stderr, "npu-tuned: process %d went away\n", o->explain_pid);
                 return 1;
         }
-        r = plan_process(&m->accels, placer, target);
+        r = plan_process(m->ctx, &m->accels, placer, target);
         if (r < 0) {
                 log_error_errno(r, "Failed to plan process %d: %m", o->explain_pid);
                 return 1;

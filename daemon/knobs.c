@@ -18,6 +18,7 @@
 #include "events.h"
 #include "npu-tuned/journal.h"
 #include "npu-tuned/knob.h"
+#include "npu-tuned/state-dir.h"
 #include "knobs.h"
 #include "log.h"
 
@@ -155,6 +156,12 @@ static void on_restored(const tune_journal_entry *e, tune_restore_outcome o, int
         case TUNE_RESTORE_FAILED:
                 log_warning_errno(error, "%s: failed to restore \"%s\" (%s); kept in the journal for the next --restore.",
                                   e->id, e->original, tune_knob_refusal_reason(e->backend, e->id, error));
+                break;
+        case TUNE_RESTORE_REFUSED:
+                log_error_errno(error, "%s: the journal names %s, %s: nothing written, kept in the journal; inspect it "
+                                       "(docs/trust.md).",
+                                e->id, e->path,
+                                error == -EBADMSG ? "which is not the file of this knob" : "which is not a kernel file");
                 break;
         }
 }
@@ -421,6 +428,9 @@ static int knobs_start_locked(Knobs *k, const knobs_inputs *in, tune_journal *ow
         r = state_dir_lock(k->state_dir);
         if (r == -EBUSY)
                 return log_error_errno(r, "Another npu-tuned holds the state directory %s.", state_dir);
+        if (tune_state_dir_is_refusal(r))
+                return log_error_errno(r, "The state directory %s %s: refusing to use it (docs/trust.md).", state_dir,
+                                       tune_state_dir_refusal(r));
         if (r < 0) {
                 log_error_errno(r, "Failed to lock the state directory %s: %m; host knobs are left alone (no journal, "
                                    "no writes).",

@@ -11,6 +11,7 @@
 #include "log.h"
 #include "manager.h"
 #include "manager-bus.h"
+#include "npu-tuned/state-dir.h"
 #include "npu-tuned/policy.h"
 #include "placement.h"
 #include "restore.h"
@@ -89,6 +90,9 @@ static int manager_start_watcher(Manager *m) {
                 r = state_dir_lock(m->state_dir);
                 if (r == -EBUSY)
                         return log_error_errno(r, "Another npu-tuned holds the state directory %s.", m->options->state_dir);
+                if (tune_state_dir_is_refusal(r))
+                        return log_error_errno(r, "The state directory %s %s: refusing to use it (docs/trust.md).",
+                                               m->options->state_dir, tune_state_dir_refusal(r));
                 if (r < 0)
                         log_warning_errno(r, "Failed to lock the state directory %s, leaving affinity records of a "
                                              "previous run: %m", m->options->state_dir);

@@ -14,6 +14,10 @@
 
 /* Memory is moved in steps of this period, rate_mib_s * period each. */
 #define MIGRATE_STEP_USEC (100 * 1000ULL)
+/* Without a rate limit, a step moves at most this much (some tens of ms of copying), and
+ * the loop runs between steps. */
+#define UNLIMITED_STEP_KIB (128 * 1024ULL)
+#define UNLIMITED_STEP_GAP_USEC 1000ULL
 
 struct Placement {
         sd_event *event;
@@ -24,7 +28,6 @@ struct Placement {
         bool dry_run;
         Watcher *watcher;
         tune_placer *placer;
-        tune_cpuset all_nodes;
         char *boot_id;          /* for the affinity records */
         bool record_error_logged;
         struct Bus *bus;        /* events: D-Bus signals; may be NULL */
@@ -236,8 +239,25 @@ static void apply_process(Placement *p, managed_process *mp) {
         tune_affinity_stats stats = {};
         int r;
 
-        if (!pl || pl->action != TUNE_PLAN_PLACE)
+        if (!pl)
                 return;
+        if (pl->action != TUNE_PLAN_PLACE) {
+                /* Placed before and not now (e.g. an unverified claim whose CPUs a verified
+                 * one took): it must not keep CPUs that are someone else's now. */
+                if (pp->originals.n > 0) {
+                        uint64_t start_time = pp->originals.start_time;
+                        r = tune_affinity_restore(p->ctx, NULL, &pp->originals, &stats);
+                        if (r < 0 && r != -ESRCH)
+                                log_warning_errno(r, "Failed to give pid %d its original CPU affinity back: %m", mp->pid);
+                        else
+                                log_info("pid %d is no longer placed: gave %u thread(s) their original CPU affinity back.",
+                                         mp->pid, stats.set);
+                        tune_affinity_originals_done(&pp->originals);
+                        pp->originals.start_time = start_time;
+                        record_remove(p, pp);
+                }
+                return;
+        }
         tune_thread_target target = { .plan = pl, .rule = mp->rule };
         pp->restore_on_stop = mp->rule->restore_on_stop;
         r = tune_affinity_apply(p->ctx, &pp->backend, mp->pid, tune_thread_target_choose, &target, &pp->originals, &stats);
@@ -301,19 +321,10 @@ static int on_memory_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                 return 0;
         }
         rule = mp->rule;
-        if (rule->memory_rate_mib_s == 0) {
-                long not_moved = tune_memmove_migrate_all(p->ctx, mp->pid, &p->all_nodes, &pl->mem_nodes, NULL);
-                if (not_moved < 0) {
-                        if (not_moved != -ESRCH)
-                                log_warning_errno((int) not_moved, "Failed to migrate the memory of pid %d, leaving it: %m", mp->pid);
-                        pp->memory_timer = sd_event_source_disable_unref(pp->memory_timer);
-                        return 0;
-                }
-                memory_finish(p, mp, pp, pl, (uint64_t) not_moved);
-                return 0;
-        }
+        /* Always stepped, also without a rate limit: one migrate_pages() of tens of GiB
+         * would hold the event loop past the watchdog (docs/trust.md). */
         if (!pp->memmove) {
-                tune_memmove_params params = { .move_shared = true };
+                tune_memmove_params params = { .move_shared = rule->memory_shared, .move_file = rule->memory_shared };
                 r = tune_memmove_new(p->ctx, mp->pid, &pl->mem_nodes, &params, &pp->memmove);
                 if (r < 0) {
                         if (r != -ESRCH)
@@ -321,11 +332,13 @@ static int on_memory_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                         pp->memory_timer = sd_event_source_disable_unref(pp->memory_timer);
                         return 0;
                 }
-                log_info("Moving %llu MiB of pid %d to node(s) at %u MiB/s.",
+                log_info("Moving %llu MiB of pid %d to node(s) at %u MiB/s (0: no limit, in steps)%s.",
                          (unsigned long long) (tune_memmove_get_stats(pp->memmove)->planned_kib / 1024), mp->pid,
-                         rule->memory_rate_mib_s);
+                         rule->memory_rate_mib_s, rule->memory_shared ? ", shared pages too" : "");
         }
-        r = tune_memmove_step(pp->memmove, (uint64_t) rule->memory_rate_mib_s * 1024 * MIGRATE_STEP_USEC / 1000000);
+        r = tune_memmove_step(pp->memmove, rule->memory_rate_mib_s == 0 ? UNLIMITED_STEP_KIB
+                                                                        : (uint64_t) rule->memory_rate_mib_s * 1024 *
+                                                                                  MIGRATE_STEP_USEC / 1000000);
         if (r < 0 || watcher_check_process(p->watcher, mp) == 0) {
                 if (r < 0 && r != -ESRCH)
                         log_warning_errno(r, "Failed to migrate the memory of pid %d, leaving the rest: %m", mp->pid);
@@ -337,7 +350,7 @@ static int on_memory_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                 memory_finish(p, mp, pp, pl, tune_memmove_stats_not_moved(tune_memmove_get_stats(pp->memmove)));
                 return 0;
         }
-        r = sd_event_source_set_time_relative(s, MIGRATE_STEP_USEC);
+        r = sd_event_source_set_time_relative(s, rule->memory_rate_mib_s == 0 ? UNLIMITED_STEP_GAP_USEC : MIGRATE_STEP_USEC);
         if (r >= 0)
                 r = sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
         if (r < 0) {
@@ -386,17 +399,14 @@ static bool placement_same(const tune_plan *a, const tune_plan *b) {
 /* (Re)plan mp with its current rule and accelerators, and apply the outcome. */
 static void place(Placement *p, managed_process *mp) {
         placed_process *pp = mp->userdata;
-        const tune_accel *accels[64];
-        unsigned n = 0;
         tune_keys changed = {};
         int r;
 
-        n = placement_resolve_accels(p->accels, mp, accels, ELEMENTSOF(accels));
         (void) tune_topology_refresh_memory(p->ctx, p->topology);
         const tune_plan *before = tune_placer_get(p->placer, pp->key);
         tune_plan old = {};
         bool had = before && tune_plan_copy(&old, before) >= 0;
-        r = tune_placer_set(p->placer, pp->key, mp->rule, accels, n, &changed);
+        r = placement_set_process(p->placer, p->ctx, p->accels, mp, pp->key, &changed);
         if (r < 0) {
                 tune_plan_done(&old);
                 log_warning_errno(r, "Failed to plan pid %d, leaving it alone: %m", mp->pid);
@@ -610,11 +620,6 @@ int placement_new(const placement_inputs *in, Placement **ret) {
         if (r < 0)
                 return r;
         (void) tune_boot_id(in->ctx, &p->boot_id);
-        for (unsigned i = 0; i < in->topology->n_nodes; i++) {
-                r = tune_cpuset_add(&p->all_nodes, (unsigned) in->topology->nodes[i].id);
-                if (r < 0)
-                        return log_oom();
-        }
         *ret = TAKE_PTR(p);
         return 0;
 }
@@ -627,7 +632,6 @@ Placement *placement_free(Placement *p) {
         if (!p)
                 return NULL;
         tune_placer_free(p->placer);
-        tune_cpuset_done(&p->all_nodes);
         free(p->boot_id);
         free(p);
         return NULL;

@@ -53,5 +53,10 @@ void placement_get_stats(const Placement *p, placement_stats *ret);
 unsigned placement_resolve_accels(const tune_accels *all, const managed_process *mp, const tune_accel **ret,
                                   unsigned max);
 
+/* (Re)plan mp in placer under key with its rule, its accelerators (those of all) and its
+ * claim, verified from its credentials below ctx (docs/trust.md). */
+int placement_set_process(tune_placer *placer, const tune_ctx *ctx, const tune_accels *all, const managed_process *mp,
+                          uint64_t key, tune_keys *ret_changed);
+
 /* Key of a managed process: pid and start time together, so a reused pid is another key. */
 uint64_t placement_key(pid_t pid, uint64_t start_time);

@@ -12,6 +12,8 @@
 #include "log.h"
 #include "npu-tuned/affinity.h"
 #include "npu-tuned/affinity-record.h"
+#include "npu-tuned/knob.h"
+#include "npu-tuned/state-dir.h"
 #include "restore.h"
 #include "state-dir.h"
 
@@ -101,6 +103,11 @@ int run_restore(const daemon_options *o) {
         if (r == -EBUSY) {
                 log_error("npu-tuned is running with the state directory %s: stop it (it restores on stop).",
                           o->state_dir);
+                return 1;
+        }
+        if (tune_state_dir_is_refusal(r)) {
+                log_error_errno(r, "The state directory %s %s: refusing to restore from it (docs/trust.md).",
+                                o->state_dir, tune_state_dir_refusal(r));
                 return 1;
         }
         if (r < 0) {

@@ -33,6 +33,7 @@ void entry_free(Entry *e) {
                 e->w->stats.managed--;
         else
                 e->w->stats.candidates--;
+        watcher_budget_remove(e->w, e->budget_uid);
         entry_drop_pidfd(e);
         entry_clear_threads(e);
         free(e->p.exe);
@@ -42,10 +43,14 @@ void entry_free(Entry *e) {
         free(e);
 }
 
-Entry *entry_new(Watcher *w, pid_t pid, uint64_t start_time, pid_t ppid) {
+Entry *entry_new(Watcher *w, pid_t pid, uint64_t start_time, pid_t ppid, uid_t uid, bool for_match) {
         Entry *e;
 
-        if (w->stats.candidates >= w->params.max_managed) {
+        if (!for_match && watcher_budget_count(w, uid) >= watcher_budget_per_uid(w)) {
+                w->stats.skipped_budget++;
+                return NULL;
+        }
+        if (w->stats.candidates >= w->params.max_managed && (!for_match || watcher_budget_evict(w) < 0)) {
                 w->stats.skipped_full++;
                 return NULL;
         }
@@ -58,8 +63,15 @@ Entry *entry_new(Watcher *w, pid_t pid, uint64_t start_time, pid_t ppid) {
         e->p.ppid = ppid;
         e->p.pidfd = -1;
         e->p.rank = -1;
+        e->p.uid = uid;
+        e->budget_uid = uid;
         e->p.attribution.rank = -1;
+        if (watcher_budget_add(w, uid) < 0) {
+                free(e);
+                return NULL;
+        }
         if (registry_put(w->registry, pid, e) < 0) {
+                watcher_budget_remove(w, uid);
                 free(e);
                 return NULL;
         }
@@ -86,6 +98,7 @@ void entry_unmatch(Entry *e, watcher_exit_reason reason) {
         e->p.userdata = NULL;
         e->matched = false;
         w->stats.managed--;
+        watcher_budget_room_freed(w);
         w->stats.candidates++;
         entry_drop_pidfd(e);
         entry_clear_threads(e);

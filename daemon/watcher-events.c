@@ -68,7 +68,12 @@ static void handle_fork(Watcher *w, pid_t parent_tgid, pid_t child_pid, pid_t ch
                 entry_release(old, WATCHER_EXIT_PID_REUSED);
         if (tune_proc_read_stat(w->ctx, child_pid, &st) < 0)
                 return;
-        e = entry_new(w, child_pid, st.start_time, parent_tgid);
+        /* A candidate's child is worth keeping only for an environment to inherit: without
+         * one, a process that forks thousands of children would make thousands of
+         * candidates out of nothing. */
+        if (!parent->matched && !tune_env_capture_usable(&parent->p.env))
+                return;
+        e = entry_new(w, child_pid, st.start_time, parent_tgid, parent->budget_uid, false);
         if (!e)
                 return;
         memcpy(e->p.comm, st.comm, sizeof e->p.comm);

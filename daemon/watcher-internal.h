@@ -30,11 +30,18 @@ typedef struct Entry {
         Watcher *w;
         bool matched;
         bool released;                /* watcher_release_pid(): not matched again until an exec */
+        uid_t budget_uid;             /* the user whose budget counts it (its uid when added) */
         sd_event_source *exit_source; /* the pidfd became readable: the process is gone */
         uint64_t next_reconcile_usec;
         uint64_t next_device_usec;    /* 0: no device-file check pending */
         unsigned device_backoff_ms;
 } Entry;
+
+/* Entries (candidates and managed) of one user (watcher-budget.c). */
+typedef struct watcher_uid_count {
+        uid_t uid;
+        unsigned entries;
+} watcher_uid_count;
 
 struct Watcher {
         sd_event *event;
@@ -53,6 +60,14 @@ struct Watcher {
         unsigned n_env_names;
         watcher_stats stats;
         bool warned_full;
+        watcher_uid_count *uid_counts;
+        unsigned n_uid_counts;
+        struct { pid_t pid; uint64_t start_time; } *refused; /* matches refused for a full table, oldest first */
+        unsigned n_refused;
+        sd_event_source *retry_source; /* re-evaluates them once room frees up (watcher-budget.c) */
+        sd_event_source *resync_timer; /* a resync coalesced after overruns (watcher-reconcile.c) */
+        uint64_t last_resync_usec;
+        bool resync_pending;
 };
 
 static inline uint64_t watcher_now_usec(Watcher *w) {
@@ -74,12 +89,26 @@ static inline int watcher_cmp_pid(const void *a, const void *b) {
 void entry_clear_threads(Entry *e);
 void entry_drop_pidfd(Entry *e);
 void entry_free(Entry *e);
-Entry *entry_new(Watcher *w, pid_t pid, uint64_t start_time, pid_t ppid);
+/* uid: whose process it is (the per-user budget). for_match: a rule matches it, so it may
+ * evict a mere candidate when the table is full, and is not held to the user's budget. */
+Entry *entry_new(Watcher *w, pid_t pid, uint64_t start_time, pid_t ppid, uid_t uid, bool for_match);
 void entry_unmatch(Entry *e, watcher_exit_reason reason);
 void entry_release(Entry *e, watcher_exit_reason reason);
 int entry_alive(Entry *e);
 Entry *watcher_lookup_managed(Watcher *w, pid_t pid);
 int entry_on_pidfd(sd_event_source *s, int fd, uint32_t revents, void *userdata);
+
+/* Budgets: entries per user, room for a real match (watcher-budget.c). */
+unsigned watcher_budget_per_uid(const Watcher *w);
+unsigned watcher_budget_count(Watcher *w, uid_t uid);
+int watcher_budget_add(Watcher *w, uid_t uid);
+void watcher_budget_remove(Watcher *w, uid_t uid);
+int watcher_budget_evict(Watcher *w);
+/* A match refused because max_managed processes are managed: re-evaluated (oldest first,
+ * as many as there is room for) soon after a managed process goes. Bounded: the oldest
+ * are dropped beyond WATCHER_REFUSED_MAX. */
+void watcher_budget_queue_refused(Watcher *w, pid_t pid, uint64_t start_time);
+void watcher_budget_room_freed(Watcher *w);
 
 /* Threads: the thread list of a managed process against /proc/PID/task (watcher-threads.c). */
 managed_thread *entry_thread_add(Entry *e, pid_t tid, const char *comm);

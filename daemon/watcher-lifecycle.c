@@ -213,7 +213,11 @@ Watcher *watcher_free(Watcher *w) {
                 for (size_t i = 0; i < n; i++)
                         entry_free(registry_get(w->registry, pids[i]));
         registry_free(w->registry);
+        sd_event_source_disable_unref(w->resync_timer);
         sd_event_source_disable_unref(w->timer);
+        free(w->refused);
+        sd_event_source_disable_unref(w->retry_source);
+        free(w->uid_counts);
         tune_strv_free(w->env_names);
         free(w->accel_rdevs);
         sd_event_unref(w->event);

@@ -187,7 +187,8 @@ void watcher_evaluate(Watcher *w, Entry *e, const tune_proc_stat *st, const char
                 return;
         }
         if (!e) {
-                e = entry_new(w, st->pid, st->start_time, st->ppid);
+                uid_t uid = tune_proc_facts_get(&f, TUNE_FACT_UID) ? f.uid : (uid_t) -1;
+                e = entry_new(w, st->pid, st->start_time, st->ppid, uid, action == WATCHER_MATCH_MANAGE);
                 if (!e) {
                         tune_proc_facts_done(&f);
                         return;
@@ -219,6 +220,8 @@ void watcher_evaluate(Watcher *w, Entry *e, const tune_proc_stat *st, const char
                 tune_attribution_done(&e->p.attribution);
                 e->p.attribution = a;
                 int r = entry_manage(e);
+                if (r == -ENOSPC)
+                        watcher_budget_queue_refused(w, e->p.pid, e->p.start_time);
                 if (r < 0) {
                         e->p.rule = NULL;
                         /* Gone, or no room: keep it only if it may be worth it later. */

@@ -152,8 +152,8 @@ void watcher_resync(Watcher *w) {
                 }
                 /* A child of a known process inherits its parent's environment capture. */
                 Entry *parent = st.ppid > 0 ? registry_get(w->registry, st.ppid) : NULL;
-                if (parent) {
-                        e = entry_new(w, st.pid, st.start_time, st.ppid);
+                if (parent && (parent->matched || tune_env_capture_usable(&parent->p.env))) {
+                        e = entry_new(w, st.pid, st.start_time, st.ppid, parent->budget_uid, false);
                         if (e && parent->p.env.state == TUNE_ENV_READ &&
                             tune_env_capture_copy(&e->p.env, &parent->p.env) >= 0)
                                 e->p.env.inherited = true;
@@ -162,9 +162,50 @@ void watcher_resync(Watcher *w) {
         }
 }
 
-void watcher_on_lost(Connector *c, void *userdata) {
+/* Resyncs after overruns come at most this often: a user who forks fast enough to
+ * overflow the connector socket again and again must not make the daemon walk /proc
+ * without end. Overruns in between are coalesced into one resync when the gap is over. */
+#define RESYNC_MIN_GAP_USEC (1000 * 1000ULL)
+
+static int on_resync_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Watcher *w = userdata;
 
-        w->stats.overruns++;
+        w->resync_pending = false;
+        w->last_resync_usec = watcher_now_usec(w);
         watcher_resync(w);
+        return 0;
+}
+
+void watcher_on_lost(Connector *c, void *userdata) {
+        Watcher *w = userdata;
+        uint64_t now = watcher_now_usec(w);
+        int r;
+
+        w->stats.overruns++;
+        if (w->resync_pending) {
+                w->stats.resyncs_coalesced++;
+                return;
+        }
+        if (w->last_resync_usec == 0 || now >= w->last_resync_usec + RESYNC_MIN_GAP_USEC) {
+                w->last_resync_usec = now;
+                watcher_resync(w);
+                return;
+        }
+        w->stats.resyncs_coalesced++;
+        w->resync_pending = true;
+        if (!w->resync_timer) {
+                r = sd_event_add_time(w->event, &w->resync_timer, CLOCK_MONOTONIC, w->last_resync_usec + RESYNC_MIN_GAP_USEC,
+                                      10 * 1000, on_resync_timer, w);
+                if (r < 0) {
+                        log_warning_errno(r, "Failed to arm the resync timer, resyncing now: %m");
+                        w->resync_pending = false;
+                        w->last_resync_usec = now;
+                        watcher_resync(w);
+                        return;
+                }
+                (void) sd_event_source_set_description(w->resync_timer, "watcher-resync");
+        } else {
+                (void) sd_event_source_set_time(w->resync_timer, w->last_resync_usec + RESYNC_MIN_GAP_USEC);
+                (void) sd_event_source_set_enabled(w->resync_timer, SD_EVENT_ONESHOT);
+        }
 }

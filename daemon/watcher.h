@@ -76,9 +76,13 @@ typedef struct watcher_stats {
         uint64_t events;       /* proc connector events handled */
         uint64_t overruns;     /* ENOBUFS: events lost */
         uint64_t resyncs;      /* full /proc scans (start, overruns) */
+        uint64_t resyncs_coalesced; /* overruns folded into a later resync (at most one a second) */
         uint64_t matched;      /* processes that were matched, in total */
         uint64_t exited;       /* on_process_exit calls */
         uint64_t skipped_full; /* matches dropped because max_managed was reached */
+        uint64_t skipped_budget; /* candidates not kept: their user has its share of entries */
+        uint64_t evicted;      /* candidates dropped to make room for a process a rule matches */
+        uint64_t retried;      /* refused matches evaluated again once room freed up */
         unsigned managed;      /* matched now */
         unsigned candidates;   /* unmatched processes kept for their environment (descendants, retitle candidates) */
         bool filter;           /* kernel event filter in use */

@@ -48,7 +48,20 @@ typedef struct fake_kernel {
         bool storm;          /* every set spawns a new thread */
         pid_t next_tid;
         unsigned sets;
+        pid_t reuse_on_set;  /* when this tid is set, it exits and a new thread takes its tid */
 } fake_kernel;
+
+/* /proc/PID/task/TID/stat with start time (field 22) born. */
+static void fake_write_task_stat(fake_kernel *k, pid_t tid, unsigned long long born) {
+        char path[256];
+        FILE *f;
+
+        snprintf(path, sizeof path, "%s/proc/%d/task/%d/stat", k->root, (int) k->pid, (int) tid);
+        f = fopen(path, "we");
+        assert_non_null(f);
+        fprintf(f, "%d (t) S 1 100 100 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 5 0 %llu 1000 100\n", (int) tid, born);
+        fclose(f);
+}
 
 static int fake_index(fake_kernel *k, pid_t tid) {
         for (unsigned i = 0; i < k->n; i++)
@@ -74,6 +87,7 @@ static void fake_add_thread(fake_kernel *k, pid_t tid, const char *comm, const c
         assert_non_null(f);
         fprintf(f, "%s\n", comm);
         fclose(f);
+        fake_write_task_stat(k, tid, 1000 + (unsigned) tid);
 }
 
 static int fake_get(void *userdata, pid_t tid, tune_cpuset *ret) {
@@ -99,6 +113,10 @@ static int fake_set(void *userdata, pid_t tid, const tune_cpuset *cpus) {
                 return -ESRCH;
         k->sets++;
         assert_int_equal(tune_cpuset_copy(&k->masks[i], cpus), 0);
+        if (tid == k->reuse_on_set) {
+                fake_write_task_stat(k, tid, 999999); /* another thread, same tid */
+                k->reuse_on_set = 0;
+        }
         if (tid == k->spawn_on_set) {
                 /* The thread we just set creates a thread: it inherits the new mask. */
                 assert_int_equal(tune_cpuset_format_list(cpus, &mask), 0);
@@ -271,6 +289,24 @@ static void test_fake_vanishing_and_errors(void **state) {
         assert_int_equal(st.set, 3);
         assert_null(tune_affinity_originals_find(&j, 102));
         assert_int_equal(j.n, 3);
+
+        /* 101 exits right after the set and a new thread gets tid 101: the set hit the
+         * wrong thread. Undone (the mask before), not journaled, counted. */
+        tune_affinity_originals_done(&j);
+        for (unsigned i = 0; i < k.n; i++)
+                assert_int_equal(tune_cpuset_parse_list(&k.masks[i], "0-7"), 0);
+        k.reuse_on_set = 101;
+        st = (tune_affinity_stats) {};
+        assert_int_equal(tune_affinity_apply(ctx, &b, 100, fake_choose, NULL, &j, &st), 0);
+        assert_int_equal(st.undone, 1);
+        assert_fake_mask(&k, 101, "0-7");
+        assert_null(tune_affinity_originals_find(&j, 101));
+        assert_fake_mask(&k, 100, "0-1");
+        /* The next walk takes the new 101 as the thread it is. */
+        st = (tune_affinity_stats) {};
+        assert_int_equal(tune_affinity_apply(ctx, &b, 100, fake_choose, NULL, &j, &st), 0);
+        assert_int_equal(st.undone, 0);
+        assert_fake_mask(&k, 101, "0-1");
 
         /* FORK event for a thread that is not in the process (any more). */
         assert_int_equal(tune_affinity_apply_thread(ctx, &b, 100, 999, fake_choose, NULL, &j, &st), -ESRCH);

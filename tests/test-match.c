@@ -317,12 +317,38 @@ static void test_rank(void **state) {
         assert_int_equal(tune_rule_rank(&r, NULL, &env), -ENOENT);
 }
 
+/* The regexes see the first TUNE_MATCH_REGEX_PREFIX bytes of a command line (the rest is
+ * the process's to fill): a title there matches, one past it does not, and the shipped
+ * MindIE rule's anchored regex stays fast on a 32 KiB hostile line. */
+static void test_regex_prefix(void **state) {
+        static char long_line[TUNE_CMDLINE_MAX + 1];
+        fake_proc p = vllm_worker;
+        tune_policy_rule r = {};
+        tune_proc_facts f;
+        (void) state;
+
+        set_cmdline(&r, "--npu_device_id[ =][0-9]+");
+        memset(long_line, 'a', sizeof long_line - 1);
+        memcpy(long_line + 100, " --npu_device_id 3", 18);
+        p.cmdline = long_line;
+        facts_for(&f, &p);
+        assert_int_equal(tune_rule_matches(&r, &f), 1);
+        tune_proc_facts_done(&f);
+        memset(long_line + 100, 'a', 18);
+        memcpy(long_line + TUNE_MATCH_REGEX_PREFIX + 10, " --npu_device_id 3", 18);
+        facts_for(&f, &p);
+        assert_int_equal(tune_rule_matches(&r, &f), 0);
+        tune_proc_facts_done(&f);
+        rule_done(&r);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_criteria),
                 cmocka_unit_test(test_cgroup_prefix),
                 cmocka_unit_test(test_policy_order_and_retitle),
                 cmocka_unit_test(test_rank),
+                cmocka_unit_test(test_regex_prefix),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -165,10 +165,101 @@ static void test_generated_unknown_node(void **state) {
         fixture_done(&f);
 }
 
+/* Fake claims (docs/trust.md): any user can name a program like a vLLM worker and set
+ * ASCEND_RT_VISIBLE_DEVICES=0. Before the trust model every fake took an equal share of
+ * the accelerator's node: with 23 of them the real server's pool went from 24 CPUs to 3,
+ * two of them on another node. Now 23 unverified fakes leave it exactly as it was; and
+ * where any user may open the device (so the fakes verify), one user's 23 processes get
+ * that user's share of the node, never more. The default policy's worker rule: control
+ * 2, compute "the rest". */
+#define N_FAKES 23
+static void plan_real_and_fakes(const fixture *f, const tune_policy_rule *rule, unsigned n_real, unsigned n_fakes,
+                                bool fakes_verified, tune_plan *out) {
+        tune_plan_params params = { .housekeeping_cpus_per_node = 0 };
+        const tune_accel *npu[4], *npu0;
+        tune_plan_request reqs[4 + N_FAKES];
+
+        npu0 = tune_accels_find(&f->accels, "ascend", 0);
+        assert_non_null(npu0);
+        assert_true(n_real <= 4 && n_fakes <= N_FAKES);
+        for (unsigned i = 0; i < n_real; i++) {
+                npu[i] = tune_accels_find(&f->accels, "ascend", (int) i);
+                assert_non_null(npu[i]);
+                /* The real server: a service account whose group may open /dev/davinci*. */
+                reqs[i] = (tune_plan_request) { .key = i, .rule = rule, .accels = &npu[i], .n_accels = 1,
+                                                .claim = { .uid = 1001, .why = "may open /dev/davinci" } };
+        }
+        for (unsigned i = 0; i < n_fakes; i++)
+                reqs[n_real + i] = (tune_plan_request) { .key = 100 + i, .rule = rule, .accels = &npu0, .n_accels = 1,
+                                                         .claim = { .uid = 65534, .unverified = !fakes_verified } };
+        for (unsigned i = 0; i < n_real + n_fakes; i++)
+                out[i] = (tune_plan) {};
+        assert_int_equal(tune_plan_compute(f->t, &params, reqs, n_real + n_fakes, out), 0);
+}
+
+static void done_all(tune_plan *out, unsigned n) {
+        for (unsigned i = 0; i < n; i++)
+                tune_plan_done(&out[i]);
+}
+
+static void test_generated_atlas_fake_claims(void **state) {
+        static char g[] = "acl_thread";
+        static char *globs[] = { g, NULL };
+        tune_policy_rule rule = {
+                .name = (char *) "vllm-worker",
+                .control = { .name_globs = globs, .main_thread = true, .cpus = 2 },
+                .compute = { .cpus = 0 },
+        };
+        tune_plan alone[4] = {}, out[4 + N_FAKES];
+        fixture f = {};
+        (void) state;
+
+        fixture_load(&f, "atlas-800i-a2");
+
+        /* One real process on davinci0 alone: all of node 0. */
+        plan_real_and_fakes(&f, &rule, 1, 0, false, alone);
+        assert_set(&alone[0].pool, "0-23");
+        done_all(alone, 1);
+
+        /* ... and with 23 unverified fakes from nobody: the same 24 CPUs; the fakes get
+         * only CPUs no verified claim wants (borrowed from node 1) or nothing. */
+        plan_real_and_fakes(&f, &rule, 1, N_FAKES, false, out);
+        assert_int_equal(out[0].action, TUNE_PLAN_PLACE);
+        assert_set(&out[0].pool, "0-23");
+        assert_set(&out[0].role_cpus[TUNE_ROLE_CONTROL], "0-1");
+        assert_true(tune_cpuset_is_empty(&out[0].borrowed_nodes));
+        for (unsigned i = 1; i <= N_FAKES; i++) {
+                assert_false(tune_cpuset_overlaps(&out[i].pool, &out[0].pool));
+                if (out[i].action == TUNE_PLAN_REFUSE)
+                        assert_true(has_reason(&out[i], "its claim is not verified"));
+        }
+        assert_true(has_reason(&out[0], "claim of uid 1001 verified: may open /dev/davinci"));
+        done_all(out, 1 + N_FAKES);
+
+        /* The whole TP4 server (davinci0-3 on nodes 0 and 2) keeps exactly its pools. */
+        plan_real_and_fakes(&f, &rule, 4, 0, false, alone);
+        plan_real_and_fakes(&f, &rule, 4, N_FAKES, false, out);
+        for (unsigned i = 0; i < 4; i++) {
+                assert_true(tune_cpuset_equal(&out[i].pool, &alone[i].pool));
+                assert_true(tune_cpuset_equal(&out[i].role_cpus[TUNE_ROLE_COMPUTE], &alone[i].role_cpus[TUNE_ROLE_COMPUTE]));
+        }
+        done_all(out, 4 + N_FAKES);
+        done_all(alone, 4);
+
+        /* A host where anyone may open the device: the fakes verify, but they are one
+         * user's: that user gets half of node 0, not 23/24 of it. */
+        plan_real_and_fakes(&f, &rule, 1, N_FAKES, true, out);
+        assert_set(&out[0].pool, "0-11");
+        assert_true(tune_cpuset_is_empty(&out[0].borrowed_nodes));
+        done_all(out, 1 + N_FAKES);
+        fixture_done(&f);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_generated_atlas),
                 cmocka_unit_test(test_generated_unknown_node),
+                cmocka_unit_test(test_generated_atlas_fake_claims),
         };
         if (run((char *const[]) { (char *) "python3", (char *) "-c", (char *) "", NULL }) != 0) {
                 fprintf(stderr, "SKIP: python3 (needed by tests/fixtures/gen-fakeroot.py) is not installed\n");

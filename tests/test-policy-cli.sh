@@ -58,6 +58,31 @@ $f: processes[3].threads.control.cpus: expected a number of CPUs, got the string
 $f: processes[2].unattributed.cpus: CPUs 6-7 are also claimed by rule \"api\" (line 9, column 44)" \
         -- --check-policy "$f"
 
+# A rule any user can satisfy that believes every match (docs/trust.md): a warning.
+cat >"$tmp/any.json" <<'JSON'
+{
+  "version": 1,
+  "processes": [
+    { "name": "open", "match": { "exe": "*/python3*" }, "claims": "any" }
+  ]
+}
+JSON
+expect 0 "$tmp/any.json: processes[0].claims: warning: is \"any\" and the rule names no user or cgroup: any user can start a process it matches and take CPUs next to an accelerator; add match.user or match.cgroup, or leave claims \"verified\" (docs/trust.md) (line 4, column 57)" \
+        -- --check-policy "$tmp/any.json"
+rm "$tmp/any.json"
+# An unanchored ".*" on the command line: quadratic on a long one; a warning.
+cat >"$tmp/slow.json" <<'JSON'
+{
+  "version": 1,
+  "processes": [
+    { "name": "slow", "match": { "exe": "*/python3*", "cmdline": "prog .*--id" } }
+  ]
+}
+JSON
+expect 0 - -- --check-policy "$tmp/slow.json"
+grep -q 'processes\[0\].match.cmdline: warning: is not anchored' "$tmp/err" || fail "no warning for an unanchored .*: $(cat "$tmp/err")"
+rm "$tmp/slow.json"
+
 # Usage errors: exit 2. Paths that are not there, or hold no policy: exit 1.
 expect 2 "npu-tuned: --check-policy needs at least one file or directory" -- --check-policy
 expect 1 "$tmp/nope: cannot open: No such file or directory" -- --check-policy "$tmp/nope"

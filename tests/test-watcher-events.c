@@ -407,6 +407,49 @@ static void test_release_all(void **state) {
         expect(t, "exit 100 stop\nexit 101 stop\n");
 }
 
+/* A match refused because the table of managed processes is full is not forgotten: when
+ * a managed process goes, it is evaluated again (before: never managed, nothing retried). */
+static void test_refused_match_retried(void **state) {
+        world *t = *state;
+        watcher_stats st;
+
+        t->w->params.max_managed = 1;
+        put_process(t, 100, 1000, "vllm", "/usr/bin/python3");
+        exec_event(t, 100);
+        expect(t, "matched 100 vllm threads=1\n");
+        put_process(t, 200, 2000, "sglang", "/usr/bin/python3");
+        exec_event(t, 200);
+        expect(t, ""); /* no room */
+        drop(t, 100, 0);
+        exit_event(t, 100, 100);
+        expect(t, "exit 100 exited\n");
+        for (int i = 0; i < 5; i++)
+                assert_true(sd_event_run(t->event, 0) >= 0);
+        expect(t, "matched 200 sglang threads=1\n");
+        watcher_get_stats(t->w, &st);
+        assert_int_equal(st.retried, 1);
+}
+
+/* Overruns (ENOBUFS) a user can cause as often as they like: the first resyncs at once,
+ * the others are coalesced into one resync a second later, never one each. */
+static void test_overruns_coalesced(void **state) {
+        world *t = *state;
+        watcher_stats st;
+
+        for (int i = 0; i < 1000; i++)
+                watcher_on_lost(NULL, t->w);
+        watcher_get_stats(t->w, &st);
+        assert_int_equal(st.overruns, 1000);
+        assert_int_equal(st.resyncs, 1);
+        assert_int_equal(st.resyncs_coalesced, 999);
+        /* The coalesced one runs when the gap is over. */
+        for (int i = 0; i < 30 && st.resyncs < 2; i++) {
+                assert_true(sd_event_run(t->event, 100 * 1000) >= 0);
+                watcher_get_stats(t->w, &st);
+        }
+        assert_int_equal(st.resyncs, 2);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_exec_threads_exit, setup, teardown),
@@ -415,6 +458,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_retitle, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_rename_storm, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_exec_resyncs_threads, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_overruns_coalesced, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_refused_match_retried, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_release_all, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

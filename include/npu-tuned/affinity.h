@@ -66,6 +66,8 @@ typedef struct tune_affinity_stats {
         unsigned unchanged; /* already had the target (or restore target) */
         unsigned skipped;   /* the chooser (or restore) left it alone */
         unsigned vanished;  /* gone before we were done with it */
+        unsigned undone;    /* ... of those, set and then found to be another thread (its tid
+                             * reused, by start time): set back to the mask it had */
         unsigned failed;    /* other errors; the first is returned */
         unsigned rounds;    /* walks of /proc/PID/task */
 } tune_affinity_stats;

@@ -115,6 +115,10 @@ struct tune_knob_backend {
         /* Current value in the canonical form of format. */
         int (*read)(const tune_ctx *ctx, const char *path, int cpu, tune_knob_format format, char **ret);
         int (*write)(const tune_ctx *ctx, const char *path, int cpu, const char *value);
+        /* The file an id of this backend names, as the plan would make it (no root prefix);
+         * -EINVAL for an id the backend never makes. Restore writes only there: a journal
+         * is read back as data, never trusted to say where to write (docs/trust.md). */
+        int (*path_of)(const char *id, char *buf, size_t size);
 };
 
 extern const tune_knob_backend tune_knob_cpufreq;
@@ -147,6 +151,13 @@ int tune_knob_plan_file(const tune_ctx *ctx, tune_knob_plan *p, const tune_knob_
 int tune_knob_check_writable(const tune_ctx *ctx, const char *path);
 int tune_knob_file_read(const tune_ctx *ctx, const char *path, int cpu, tune_knob_format format, char **ret);
 int tune_knob_file_write(const tune_ctx *ctx, const char *path, int cpu, const char *value);
+bool tune_knob_id_is_number(const char *s) _pure_;
+/* path_of for a backend with a fixed list of ids: ids[i] names paths[i]. */
+int tune_knob_path_from_table(const char *id, const char *const *ids, const char *const *paths, size_t n, char *buf,
+                              size_t size);
+/* On a live root, that path is a kernel file (sysfs or procfs, by filesystem magic), not
+ * a file some other filesystem holds: -EXDEV otherwise. Below a test root: 0. */
+int tune_knob_check_kernel_file(const tune_ctx *ctx, const char *path);
 
 /* ---- cpufreq seam ---------------------------------------------------------------- */
 
@@ -199,6 +210,8 @@ typedef enum tune_restore_outcome {
         TUNE_RESTORE_LEFT_ALONE, /* someone else set another value after us: theirs stays */
         TUNE_RESTORE_GONE,       /* the knob no longer exists (device removed, CPU offline) */
         TUNE_RESTORE_FAILED,     /* reading or writing failed: the entry stays in the journal */
+        TUNE_RESTORE_REFUSED,    /* the entry's path is not the file of its backend and id, or
+                                  * not a kernel file: nothing is written, the entry stays */
 } tune_restore_outcome;
 
 const char *tune_restore_outcome_to_string(tune_restore_outcome o) _pure_;

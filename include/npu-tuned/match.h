@@ -13,6 +13,11 @@
 #include "npu-tuned/policy.h"
 #include "npu-tuned/proc.h"
 
+/* The match.cmdline and rank regexes look at this much of the command line (a title and
+ * its options come first); the rest of it is the process's to fill, and glibc's regexec()
+ * can be quadratic in what it is given. */
+#define TUNE_MATCH_REGEX_PREFIX 4096u
+
 typedef enum tune_fact {
         TUNE_FACT_COMM = 1 << 0,
         TUNE_FACT_EXE = 1 << 1,

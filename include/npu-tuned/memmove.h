@@ -45,6 +45,13 @@ typedef struct tune_memmove_backend {
         /* move_pages(2): >= 0 or -errno; status[i] per page. nodes NULL: query only. */
         long (*move_pages)(void *userdata, pid_t pid, unsigned long count, void **pages, const int *nodes,
                            int *status, int flags);
+        /* The first range of present pages in [start, end): 1 with *ret_start and *ret_end, 0
+         * when there is none, -EOPNOTSUPP when the kernel cannot tell (before 6.7: no
+         * PAGEMAP_SCAN) or NULL: every page of a VMA is queried. This is what makes a
+         * sparse mapping (1 TiB reserved, a few pages touched) cost a few calls instead of
+         * a query per page. */
+        int (*present)(void *userdata, pid_t pid, uint64_t start, uint64_t end, uint64_t *ret_start,
+                       uint64_t *ret_end);
         void *userdata;
 } tune_memmove_backend;
 
@@ -53,7 +60,11 @@ extern const tune_memmove_backend tune_memmove_backend_kernel;
 typedef struct tune_memmove_params {
         const tune_memmove_backend *backend; /* NULL: the kernel */
         bool move_shared;     /* MPOL_MF_MOVE_ALL: pages other processes map too (CAP_SYS_NICE);
-                               * the reference deployment's 1.1 GB of shared memory needed it */
+                               * the reference deployment's 1.1 GB of shared memory needed it. Default
+                               * MPOL_MF_MOVE: only the process's own pages, so a process
+                               * that maps another's files or memory cannot drag them */
+        bool move_file;       /* file-backed mappings too (page cache, shmem); default: skipped,
+                               * except hugetlbfs (anonymous huge pages show as files) */
         unsigned batch_pages; /* pages per move_pages() call; 0: 1024 */
 } tune_memmove_params;
 
@@ -61,6 +72,7 @@ typedef struct tune_memmove_stats {
         uint64_t planned_kib;   /* off-target KiB numa_maps showed when the session began */
         unsigned vmas;          /* VMAs with off-target pages */
         unsigned vmas_skipped;  /* gone from /proc/PID/maps by the time we looked */
+        unsigned vmas_file;     /* file-backed, left alone (no move_file) */
         uint64_t scanned;       /* pages queried */
         uint64_t on_target;     /* already on a target node */
         uint64_t moved;

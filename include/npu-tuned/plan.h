@@ -19,10 +19,16 @@
  *   a process "homes" on the nodes of its accelerators; it wants control.cpus +
  *   compute.cpus CPUs when both are set (spread evenly over its home nodes), or, when one
  *   of them is 0 ("the rest"), an elastic fair share of its home nodes;
- *   on each node the available CPUs are dealt round-robin, in arrival order, among the
- *   processes homed there until each has what it wants or none are left (max-min fair);
+ *   on each node the available CPUs are dealt round-robin among the USERS (uids) whose
+ *   processes are homed there, and each user's turn goes round-robin, in arrival order,
+ *   to that user's processes, until each has what it wants or none are left (max-min
+ *   fair between users, then between one user's processes: a user who starts many
+ *   processes does not shrink another user's share);
  *   a process still short takes spare CPUs from the nearest node(s) by distance (after
  *   every node's own processes are served), and the plan says so;
+ *   all of that happens first for verified claims only (see tune_claim, docs/trust.md),
+ *   and then again for unverified claims, with what is left: an unverified claim only
+ *   ever gets CPUs that no verified claim wants;
  *   a process that gets no CPU at all is refused, with the reason.
  * Pools never overlap, except explicit "unattributed_cpus" pools, which the policy author
  * chose by hand and which are not exclusive.
@@ -89,8 +95,17 @@ int tune_plan_to_json(const tune_plan *p, struct json_object **ret);
 /* The first node of mem_nodes, the target of pages on no node of mem_nodes; -1 if none. */
 int tune_plan_memory_target(const tune_plan *p) _pure_;
 
+/* Whose claim a request is and whether it is believable (docs/trust.md). The zero value
+ * is root's verified claim. */
+typedef struct tune_claim {
+        uid_t uid;          /* CPUs are shared fairly between uids first */
+        bool unverified;    /* only CPUs no verified claim wants */
+        char why[160];      /* how it was (not) verified, for the reasons; "" none */
+} tune_claim;
+
 typedef struct tune_plan_request {
         uint64_t key;                    /* the caller's id for the process; not interpreted */
+        tune_claim claim;
         const tune_policy_rule *rule;
         const tune_accel *const *accels; /* the accelerators attributed to the process */
         unsigned n_accels;
@@ -132,6 +147,10 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(tune_placer *, tune_placer_free);
  * placer is unchanged. */
 int tune_placer_set(tune_placer *p, uint64_t key, const tune_policy_rule *rule,
                     const tune_accel *const *accels, unsigned n_accels, tune_keys *ret_changed);
+/* The same with whose claim it is (NULL: root's, verified). */
+int tune_placer_set_claim(tune_placer *p, uint64_t key, const tune_policy_rule *rule,
+                          const tune_accel *const *accels, unsigned n_accels, const tune_claim *claim,
+                          tune_keys *ret_changed);
 /* Forget a process (it exited) and re-plan; -ENOENT if unknown. */
 int tune_placer_remove(tune_placer *p, uint64_t key, tune_keys *ret_changed);
 /* The topology changed (CPU hotplug): re-plan everything on the new one. */

@@ -155,8 +155,15 @@ typedef struct tune_policy_rule {
         unsigned memory_settle_delay_ms; /* default 30000 */
         uint64_t memory_min_free_kib;    /* a node takes the memory only with this much free;
                                           * 0: the accelerator's node always does */
-        unsigned memory_rate_mib_s;      /* migration rate limit; 0 = unlimited */
+        unsigned memory_rate_mib_s;      /* migration rate limit; 0 = as fast as the daemon's
+                                          * steps go (still stepped: never one call) */
+        bool memory_shared;              /* also pages other processes map and file-backed
+                                          * mappings (MPOL_MF_MOVE_ALL); default: only the
+                                          * process's own anonymous memory */
 
+        bool claims_any;                 /* "claims": "any": every match is believed; default
+                                          * "verified": a claim must be verified before it may
+                                          * take CPUs a verified claim wants (docs/trust.md) */
         bool restore_on_stop;            /* give threads their original affinity back */
         bool reassert_affinity;          /* false: respect a process that re-binds itself */
 

@@ -14,35 +14,11 @@
 #include <unistd.h>
 
 #include "npu-tuned/macro.h"
+#include "npu-tuned/state-dir.h"
 #include "npu-tuned/state-file.h"
 
-static int mkdir_parents(const char *dir) {
-        _cleanup_free_ char *copy = strdup(dir);
-
-        if (!copy)
-                return -ENOMEM;
-        for (char *p = copy + 1; *p; p++)
-                if (*p == '/') {
-                        *p = 0;
-                        if (mkdir(copy, 0755) < 0 && errno != EEXIST)
-                                return negative_errno();
-                        *p = '/';
-                }
-        if (mkdir(copy, 0700) < 0 && errno != EEXIST)
-                return negative_errno();
-        return 0;
-}
-
 static int open_state_dir(const char *state_dir, bool create) {
-        int fd;
-
-        if (create) {
-                int r = mkdir_parents(state_dir);
-                if (r < 0)
-                        return r;
-        }
-        fd = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        return fd < 0 ? negative_errno() : fd;
+        return tune_state_dir_open(state_dir, create);
 }
 
 int tune_state_file_read(const char *state_dir, const char *name, size_t max, char **ret, size_t *ret_len) {
@@ -50,6 +26,7 @@ int tune_state_file_read(const char *state_dir, const char *name, size_t max, ch
         _cleanup_free_ char *buf = NULL;
         struct stat st;
         size_t len = 0;
+        int r;
 
         dfd = open_state_dir(state_dir, false);
         if (dfd < 0)
@@ -59,7 +36,10 @@ int tune_state_file_read(const char *state_dir, const char *name, size_t max, ch
                 return negative_errno();
         if (fstat(fd, &st) < 0)
                 return negative_errno();
-        if (!S_ISREG(st.st_mode) || (uint64_t) st.st_size > max)
+        r = tune_state_file_check(&st);
+        if (r < 0)
+                return r;
+        if ((uint64_t) st.st_size > max)
                 return -EBADMSG;
         buf = malloc((size_t) st.st_size + 1);
         if (!buf)
@@ -100,7 +80,11 @@ int tune_state_file_write(const char *state_dir, const char *name, const char *t
         dfd = open_state_dir(state_dir, true);
         if (dfd < 0)
                 return dfd;
-        fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+        /* A new file, never one that is there: a temp file left by a crash is ours (the
+         * directory is trusted), so it goes and the create is tried once more. */
+        fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0 && errno == EEXIST && unlinkat(dfd, tmp, 0) >= 0)
+                fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0)
                 return negative_errno();
         len = strlen(text);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "npu-tuned/context.h"
@@ -197,6 +198,25 @@ static int cmp_dev(const void *a, const void *b) {
         return x < y ? -1 : x > y;
 }
 
+/* Whether /proc/PID/fdinfo/FD says the fd was opened O_PATH ("flags:" in octal). An
+ * unreadable fdinfo (the fd is gone) counts as path-only: nothing is claimed from it. */
+static bool fd_is_path_only(const tune_ctx *ctx, pid_t pid, const char *fd) {
+        _cleanup_free_ char *text = NULL;
+        char path[96];
+        const char *p;
+        unsigned long flags;
+
+        if (tune_path(path, sizeof path, "/proc/%d/fdinfo/%s", (int) pid, fd) < 0 ||
+            tune_read_prefix(ctx, path, 4096, &text, NULL, NULL) < 0)
+                return true;
+        p = strstr(text, "\nflags:");
+        if (!p && startswith_lit(text, "flags:"))
+                p = text - 1;
+        if (!p || sscanf(p + strlen("\nflags:"), "%lo", &flags) != 1)
+                return true;
+        return (flags & O_PATH) != 0;
+}
+
 int tune_proc_list_char_devices(const tune_ctx *ctx, pid_t pid, dev_t **ret, size_t *ret_n) {
         _cleanup_closedir_ DIR *d = NULL;
         _cleanup_free_ dev_t *list = NULL;
@@ -214,14 +234,24 @@ int tune_proc_list_char_devices(const tune_ctx *ctx, pid_t pid, dev_t **ret, siz
         if (r < 0)
                 return r;
         while ((de = readdir(d)) && seen < TUNE_FD_SCAN_MAX) {
-                struct stat st;
+                struct statx stx;
+                dev_t rdev;
 
                 if (de->d_name[0] < '0' || de->d_name[0] > '9')
                         continue;
                 seen++;
                 /* Follows the magic link to the open file itself, wherever the process
-                 * sees it (another mount namespace, a deleted node). */
-                if (fstatat(dirfd(d), de->d_name, &st, 0) < 0 || !S_ISCHR(st.st_mode))
+                 * sees it (another mount namespace, a deleted node): no path lookup. And
+                 * AT_STATX_DONT_SYNC takes the attributes the kernel has cached, never
+                 * asking the filesystem: a FUSE (or NFS) server the process controls
+                 * cannot make this wait (docs/trust.md). */
+                if (statx(dirfd(d), de->d_name, AT_STATX_DONT_SYNC | AT_NO_AUTOMOUNT, STATX_TYPE, &stx) < 0 ||
+                    !(stx.stx_mask & STATX_TYPE) || !S_ISCHR(stx.stx_mode))
+                        continue;
+                rdev = makedev(stx.stx_rdev_major, stx.stx_rdev_minor);
+                /* An O_PATH fd is no open device: any user may hold one to a node they
+                 * could never open (or one a FUSE server made up). */
+                if (fd_is_path_only(ctx, pid, de->d_name))
                         continue;
                 if (n == cap) {
                         size_t ncap = cap ? cap * 2 : 16;
@@ -231,7 +261,7 @@ int tune_proc_list_char_devices(const tune_ctx *ctx, pid_t pid, dev_t **ret, siz
                         list = nl;
                         cap = ncap;
                 }
-                list[n++] = st.st_rdev;
+                list[n++] = rdev;
         }
         if (n > 1) {
                 size_t o = 1;

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "npu-tuned/knob.h"
 
@@ -79,9 +80,42 @@ static int aspm_plan(const tune_ctx *ctx, const tune_knob_plan_input *in, tune_k
         return 0;
 }
 
+/* "0000:c1:00.0": domain:bus:device.function in lower-case hex, as sysfs names them. */
+static bool is_pci_address(const char *s, size_t len) {
+        static const char shape[] = "xxxx:xx:xx.x";
+
+        if (len != sizeof shape - 1)
+                return false;
+        for (size_t i = 0; i < len; i++)
+                if (shape[i] == 'x' ? !strchr("0123456789abcdef", s[i]) || !s[i] : s[i] != shape[i])
+                        return false;
+        return true;
+}
+
+/* "aspm/policy", or "aspm/<pci address>/<link file>" for a file the plan writes. */
+static int aspm_path_of(const char *id, char *buf, size_t size) {
+        static const char *const link_files[] = { "l0s_aspm", "l1_aspm", "l1_1_aspm", "l1_2_aspm" };
+        const char *pci, *slash;
+
+        if (streq(id, "aspm/policy"))
+                return tune_path(buf, size, ASPM_POLICY);
+        if (!startswith_lit(id, "aspm/"))
+                return -EINVAL;
+        pci = id + strlen("aspm/");
+        slash = strchr(pci, '/');
+        if (!slash || !is_pci_address(pci, (size_t) (slash - pci)))
+                return -EINVAL;
+        for (size_t i = 0; i < ELEMENTSOF(link_files); i++)
+                if (streq(slash + 1, link_files[i]))
+                        return tune_path(buf, size, "/sys/bus/pci/devices/%.*s/link/%s", (int) (slash - pci), pci,
+                                         link_files[i]);
+        return -EINVAL;
+}
+
 const tune_knob_backend tune_knob_aspm = {
         .name = "aspm",
         .plan = aspm_plan,
         .read = tune_knob_file_read,
         .write = tune_knob_file_write,
+        .path_of = aspm_path_of,
 };

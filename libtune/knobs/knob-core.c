@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include "npu-tuned/knob.h"
@@ -181,6 +183,8 @@ const char *tune_restore_outcome_to_string(tune_restore_outcome o) {
                 return "gone";
         case TUNE_RESTORE_FAILED:
                 return "failed";
+        case TUNE_RESTORE_REFUSED:
+                return "refused";
         }
         return "unknown";
 }
@@ -296,6 +300,34 @@ int tune_knob_file_read(const tune_ctx *ctx, const char *path, int cpu, tune_kno
 
 int tune_knob_file_write(const tune_ctx *ctx, const char *path, int cpu, const char *value) {
         return tune_write_string(ctx, path, value);
+}
+
+/* A decimal number without sign or leading zero, as the kernel names IRQs and policies. */
+bool tune_knob_id_is_number(const char *s) {
+        size_t n = strspn(s, "0123456789");
+        return n > 0 && n <= 9 && !s[n] && (s[0] != '0' || n == 1);
+}
+
+int tune_knob_path_from_table(const char *id, const char *const *ids, const char *const *paths, size_t n, char *buf,
+                              size_t size) {
+        for (size_t i = 0; i < n; i++)
+                if (streq(id, ids[i]))
+                        return tune_path(buf, size, "%s", paths[i]);
+        return -EINVAL;
+}
+
+int tune_knob_check_kernel_file(const tune_ctx *ctx, const char *path) {
+        _cleanup_close_ int fd = -EBADF;
+        struct statfs sfs;
+
+        if (!tune_ctx_is_live(ctx))
+                return 0;
+        fd = tune_open(ctx, path, O_PATH | O_NOFOLLOW, 0);
+        if (fd < 0)
+                return fd;
+        if (fstatfs(fd, &sfs) < 0)
+                return negative_errno();
+        return (unsigned long) sfs.f_type == SYSFS_MAGIC || (unsigned long) sfs.f_type == PROC_SUPER_MAGIC ? 0 : -EXDEV;
 }
 
 int tune_knob_check_writable(const tune_ctx *ctx, const char *path) {
@@ -440,6 +472,7 @@ static tune_restore_outcome restore_one(const tune_ctx *ctx, const tune_journal_
                                         int *ret_error, char **ret_current) {
         const tune_knob_backend *b = tune_knob_backend_by_name(e->backend);
         _cleanup_free_ char *cur = NULL, *after = NULL;
+        char path[256];
         int r;
 
         *ret_error = 0;
@@ -447,6 +480,17 @@ static tune_restore_outcome restore_one(const tune_ctx *ctx, const tune_journal_
         if (!b) {
                 *ret_error = -EPROTO;
                 return TUNE_RESTORE_FAILED;
+        }
+        /* Where to write comes from the backend, never from the journal's text. */
+        r = b->path_of ? b->path_of(e->id, path, sizeof path) : -EINVAL;
+        if (r < 0 || !streq(path, e->path)) {
+                *ret_error = -EBADMSG;
+                return TUNE_RESTORE_REFUSED;
+        }
+        r = tune_knob_check_kernel_file(ctx, path);
+        if (r == -EXDEV || r == -ELOOP) {
+                *ret_error = r;
+                return TUNE_RESTORE_REFUSED;
         }
         r = b->read(ctx, e->path, e->cpu, e->format, &cur);
         if (r == -ENOENT || r == -ENODEV) {
@@ -493,6 +537,11 @@ static tune_restore_outcome restore_and_report(const tune_ctx *ctx, const tune_j
         if (h && h->restored)
                 h->restored(e, o, *ret_error, cur, h->userdata);
         return o;
+}
+
+/* The entry stays in the journal (a later restore tries again, or a person looks). */
+static bool restore_kept(tune_restore_outcome o) {
+        return o == TUNE_RESTORE_FAILED || o == TUNE_RESTORE_REFUSED;
 }
 
 static bool item_is_planned(const tune_knob_item *it) {
@@ -582,7 +631,7 @@ int tune_knobs_apply(const tune_ctx *ctx, tune_knob_plan *plan, const char *stat
                         int error;
                         if (consumed[i])
                                 continue;
-                        if (restore_and_report(ctx, &previous->entries[i], hooks, &error) == TUNE_RESTORE_FAILED) {
+                        if (restore_kept(restore_and_report(ctx, &previous->entries[i], hooks, &error))) {
                                 r = tune_journal_add(j, &previous->entries[i]); /* try again at stop */
                                 if (r < 0 && r != -EEXIST)
                                         return r;
@@ -642,7 +691,7 @@ int tune_knobs_restore(const tune_ctx *ctx, tune_journal *j, const char *state_d
 
         for (unsigned i = j->n; i-- > 0;) {
                 int error;
-                if (restore_and_report(ctx, &j->entries[i], hooks, &error) == TUNE_RESTORE_FAILED) {
+                if (restore_kept(restore_and_report(ctx, &j->entries[i], hooks, &error))) {
                         if (first_error == 0)
                                 first_error = error < 0 ? error : -EIO;
                         continue;

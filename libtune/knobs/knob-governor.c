@@ -440,9 +440,17 @@ static int governor_plan(const tune_ctx *ctx, const tune_knob_plan_input *in, tu
         return r;
 }
 
+/* "cpufreq/policyN" for its scaling_governor. */
+static int governor_path_of(const char *id, char *buf, size_t size) {
+        if (!startswith_lit(id, "cpufreq/policy") || !tune_knob_id_is_number(id + strlen("cpufreq/policy")))
+                return -EINVAL;
+        return tune_path(buf, size, CPUFREQ_DIR "/%s/scaling_governor", id + strlen("cpufreq/"));
+}
+
 const tune_knob_backend tune_knob_cpufreq = {
         .name = "cpufreq",
         .plan = governor_plan,
         .read = governor_read,
         .write = governor_write,
+        .path_of = governor_path_of,
 };

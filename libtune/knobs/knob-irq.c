@@ -413,9 +413,19 @@ static int irq_plan_knobs(const tune_ctx *ctx, const tune_knob_plan_input *in, t
         return r;
 }
 
+/* "irq/default", or "irq/N" for /proc/irq/N/smp_affinity. */
+static int irq_path_of(const char *id, char *buf, size_t size) {
+        if (streq(id, "irq/default"))
+                return tune_path(buf, size, IRQ_DIR "/default_smp_affinity");
+        if (!startswith_lit(id, "irq/") || !tune_knob_id_is_number(id + strlen("irq/")))
+                return -EINVAL;
+        return tune_path(buf, size, IRQ_DIR "/%s/smp_affinity", id + strlen("irq/"));
+}
+
 const tune_knob_backend tune_knob_irq = {
         .name = "irq",
         .plan = irq_plan_knobs,
         .read = tune_knob_file_read,
         .write = tune_knob_file_write,
+        .path_of = irq_path_of,
 };

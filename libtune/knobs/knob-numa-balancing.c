@@ -18,9 +18,16 @@ static int numa_balancing_plan(const tune_ctx *ctx, const tune_knob_plan_input *
                                    TUNE_KNOB_PLAIN, value, NULL);
 }
 
+static int numa_balancing_path_of(const char *id, char *buf, size_t size) {
+        static const char *const ids[] = { "sysctl/kernel.numa_balancing" };
+        static const char *const paths[] = { NUMA_BALANCING };
+        return tune_knob_path_from_table(id, ids, paths, ELEMENTSOF(ids), buf, size);
+}
+
 const tune_knob_backend tune_knob_numa_balancing = {
         .name = "numa-balancing",
         .plan = numa_balancing_plan,
         .read = tune_knob_file_read,
         .write = tune_knob_file_write,
+        .path_of = numa_balancing_path_of,
 };

@@ -40,9 +40,16 @@ static int thp_plan(const tune_ctx *ctx, const tune_knob_plan_input *in, tune_kn
         return 0;
 }
 
+static int thp_path_of(const char *id, char *buf, size_t size) {
+        static const char *const ids[] = { "thp/enabled", "thp/defrag", "thp/khugepaged/defrag" };
+        static const char *const paths[] = { THP_DIR "/enabled", THP_DIR "/defrag", THP_DIR "/khugepaged/defrag" };
+        return tune_knob_path_from_table(id, ids, paths, ELEMENTSOF(ids), buf, size);
+}
+
 const tune_knob_backend tune_knob_thp = {
         .name = "thp",
         .plan = thp_plan,
         .read = tune_knob_file_read,
         .write = tune_knob_file_write,
+        .path_of = thp_path_of,
 };

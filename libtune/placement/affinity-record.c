@@ -7,8 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "npu-tuned/affinity-record.h"
+#include "npu-tuned/state-dir.h"
 #include "npu-tuned/state-file.h"
 
 void tune_affinity_record_done(tune_affinity_record *rec) {
@@ -299,13 +301,21 @@ int tune_affinity_record_list(const char *state_dir, pid_t **ret, unsigned *ret_
         _cleanup_free_ pid_t *pids = NULL;
         unsigned n = 0, cap = 0;
         struct dirent *de;
+        int dfd;
         DIR *d;
 
         *ret = NULL;
         *ret_n = 0;
-        d = opendir(state_dir);
-        if (!d)
-                return errno == ENOENT ? 0 : negative_errno();
+        dfd = tune_state_dir_open(state_dir, false);
+        if (dfd == -ENOENT)
+                return 0;
+        if (dfd < 0)
+                return dfd;
+        d = fdopendir(dfd);
+        if (!d) {
+                close(dfd);
+                return negative_errno();
+        }
         while ((de = readdir(d))) {
                 pid_t pid;
                 if (tune_affinity_record_name_pid(de->d_name, &pid) < 0)

@@ -235,6 +235,51 @@ static int read_comm(const tune_ctx *ctx, pid_t pid, pid_t tid, char **ret) {
         return 0;
 }
 
+/* Field 22 of /proc/PID/stat; the comm in field 2 may hold spaces and parentheses, so
+ * count from the last ')'. */
+static int read_start_time_at(const tune_ctx *ctx, const char *path, uint64_t *ret) {
+        _cleanup_free_ char *text = NULL;
+        const char *p;
+        int r;
+
+        r = tune_read_file(ctx, path, 4096, &text, NULL);
+        if (r == -ENOENT || r == -ESRCH)
+                return -ESRCH;
+        if (r < 0)
+                return r;
+        p = strrchr(text, ')');
+        if (!p)
+                return -EBADMSG;
+        p++;
+        /* After ')': field 3 (state) ... field 22. */
+        for (int field = 3; field < 22; field++) {
+                p = strchr(p + 1, ' ');
+                if (!p)
+                        return -EBADMSG;
+        }
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(p + 1, &end, 10);
+        if (errno || end == p + 1 || (*end != ' ' && *end != '\n' && *end != 0))
+                return -EBADMSG;
+        *ret = v;
+        return 0;
+}
+
+static int read_start_time(const tune_ctx *ctx, pid_t pid, uint64_t *ret) {
+        char path[64];
+        int r = tune_path(path, sizeof path, "/proc/%d/stat", (int) pid);
+        return r < 0 ? r : read_start_time_at(ctx, path, ret);
+}
+
+/* The start time of thread tid of process pid: -ESRCH when tid is not (or no longer) one
+ * of pid's threads. */
+static int read_thread_start_time(const tune_ctx *ctx, pid_t pid, pid_t tid, uint64_t *ret) {
+        char path[96];
+        int r = task_path(path, sizeof path, pid, tid, "stat");
+        return r < 0 ? r : read_start_time_at(ctx, path, ret);
+}
+
 static int handle_thread(const tune_ctx *ctx, const tune_affinity_backend *b, pid_t pid, pid_t tid,
                          tune_affinity_choose_fn choose, void *userdata,
                          tune_affinity_originals *j, tune_affinity_stats *st) {
@@ -242,10 +287,20 @@ static int handle_thread(const tune_ctx *ctx, const tune_affinity_backend *b, pi
         _cleanup_free_ char *comm = NULL;
         const tune_cpuset *target = NULL;
         tune_affinity_entry *e;
+        uint64_t born, born_after;
         bool fresh = false;
         int r;
 
         st->seen++;
+        r = read_thread_start_time(ctx, pid, tid, &born);
+        if (r == -ESRCH) {
+                st->vanished++;
+                return 0;
+        }
+        if (r < 0) {
+                st->failed++;
+                return r;
+        }
         r = read_comm(ctx, pid, tid, &comm);
         if (r == -ESRCH) {
                 st->vanished++;
@@ -297,6 +352,20 @@ static int handle_thread(const tune_ctx *ctx, const tune_affinity_backend *b, pi
                 st->failed++;
                 return r;
         }
+        /* A bare tid names the thread we looked at only while that thread lives: if it
+         * exited and its tid went to a new thread (of this or another process) between the
+         * look and the set, that thread must not keep our CPUs. Undo (the mask read before
+         * the set is the best guess of what it had; ESRCH when nothing holds the tid now)
+         * and forget it. */
+        r = read_thread_start_time(ctx, pid, tid, &born_after);
+        if (r < 0 || born_after != born) {
+                (void) b->set(b->userdata, tid, &current);
+                if (fresh)
+                        tune_affinity_originals_forget(j, tid);
+                st->vanished++;
+                st->undone++;
+                return 0;
+        }
         st->set++;
         return tune_cpuset_copy(&e->applied, target);
 }
@@ -313,41 +382,6 @@ static bool sorted_has(const pid_t *a, unsigned n, pid_t x) {
                         hi = mid;
         }
         return false;
-}
-
-/* Field 22 of /proc/PID/stat; the comm in field 2 may hold spaces and parentheses, so
- * count from the last ')'. */
-static int read_start_time(const tune_ctx *ctx, pid_t pid, uint64_t *ret) {
-        _cleanup_free_ char *text = NULL;
-        char path[64];
-        const char *p;
-        int r;
-
-        r = tune_path(path, sizeof path, "/proc/%d/stat", (int) pid);
-        if (r < 0)
-                return r;
-        r = tune_read_file(ctx, path, 4096, &text, NULL);
-        if (r == -ENOENT || r == -ESRCH)
-                return -ESRCH;
-        if (r < 0)
-                return r;
-        p = strrchr(text, ')');
-        if (!p)
-                return -EBADMSG;
-        p++;
-        /* After ')': field 3 (state) ... field 22. */
-        for (int field = 3; field < 22; field++) {
-                p = strchr(p + 1, ' ');
-                if (!p)
-                        return -EBADMSG;
-        }
-        char *end;
-        errno = 0;
-        unsigned long long v = strtoull(p + 1, &end, 10);
-        if (errno || end == p + 1 || (*end != ' ' && *end != '\n' && *end != 0))
-                return -EBADMSG;
-        *ret = v;
-        return 0;
 }
 
 /* The process of the originals is still the one they were taken from. */

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <numa.h>
+#include <fcntl.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -39,9 +41,54 @@ static long kernel_move_pages(void *userdata, pid_t pid, unsigned long count, vo
         return r < 0 ? negative_errno() : r;
 }
 
+/* PAGEMAP_SCAN (Linux 6.7, include/uapi/linux/fs.h), declared here for older headers. */
+#ifndef PAGEMAP_SCAN
+struct page_region {
+        uint64_t start, end, categories;
+};
+struct pm_scan_arg {
+        uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages, category_inverted, category_mask,
+                category_anyof_mask, return_mask;
+};
+#define PAGEMAP_SCAN _IOWR('f', 16, struct pm_scan_arg)
+#define PAGE_IS_PRESENT (1 << 3)
+#define PAGE_IS_SWAPPED (1 << 4)
+#endif
+
+static int kernel_present(void *userdata, pid_t pid, uint64_t start, uint64_t end, uint64_t *ret_start,
+                          uint64_t *ret_end) {
+        _cleanup_close_ int fd = -EBADF;
+        struct page_region region = {};
+        struct pm_scan_arg arg = {
+                .size = sizeof arg,
+                .start = start,
+                .end = end,
+                .vec = (uintptr_t) &region,
+                .vec_len = 1,
+                .category_anyof_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
+                .return_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
+        };
+        char path[64];
+        long n;
+
+        snprintf(path, sizeof path, "/proc/%d/pagemap", (int) pid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOENT ? -ESRCH : negative_errno();
+        n = ioctl(fd, PAGEMAP_SCAN, &arg);
+        if (n < 0)
+                return errno == ENOTTY || errno == EINVAL ? -EOPNOTSUPP : negative_errno();
+        if (n == 0)
+                return 0;
+        *ret_start = region.start;
+        *ret_end = region.end;
+        return 1;
+}
+
 const tune_memmove_backend tune_memmove_backend_kernel = {
         .migrate_pages = kernel_migrate_pages,
         .move_pages = kernel_move_pages,
+        .present = kernel_present,
 };
 
 static int pick_backend(const tune_ctx *ctx, const tune_memmove_backend **b) {
@@ -76,6 +123,9 @@ struct tune_memmove {
         unsigned n_vmas, cap_vmas;
         unsigned cur;         /* VMA being worked on */
         uint64_t addr;        /* next page in it */
+        uint64_t present_end; /* the present range addr is in ends here (0: look it up) */
+        bool no_present;      /* the backend cannot tell present pages: query them all */
+        bool move_file;
         void **pages, **move_pages;
         int *status, *nodes, *move_status, *orig;
         tune_memmove_stats stats;
@@ -105,6 +155,11 @@ static int collect_vma(const tune_numa_vma *v, void *userdata) {
                         off += v->node_pages[node];
         if (off == 0)
                 return 0;
+        if (v->file && !v->huge && !m->move_file) {
+                /* Page cache and shared memory: not this process's alone. */
+                m->stats.vmas_file++;
+                return 0;
+        }
         if (m->n_vmas == m->cap_vmas) {
                 unsigned cap = m->cap_vmas ? m->cap_vmas * 2 : 64;
                 work_vma *a = realloc(m->vmas, cap * sizeof(work_vma));
@@ -194,6 +249,8 @@ int tune_memmove_new(const tune_ctx *ctx, pid_t pid, const tune_cpuset *target_n
         if (m->target_node >= TUNE_MEMMOVE_NODEMASK_BITS)
                 return -ERANGE;
         m->flags = params->move_shared ? MPOL_MF_MOVE_ALL : MPOL_MF_MOVE;
+        m->move_file = params->move_file;
+        m->no_present = !m->backend->present;
         m->batch = params->batch_pages ? params->batch_pages : BATCH_DEFAULT;
         if (m->batch > BATCH_MAX)
                 m->batch = BATCH_MAX;
@@ -364,14 +421,39 @@ int tune_memmove_step(tune_memmove *m, uint64_t max_kib) {
         while (m->cur < m->n_vmas) {
                 const work_vma *v = &m->vmas[m->cur];
                 const uint64_t page_bytes = (uint64_t) v->page_kib * 1024;
-                uint64_t left = m->addr < v->end ? (v->end - m->addr) / page_bytes : 0;
+                uint64_t limit = v->end, left;
                 uint64_t count = m->batch, consumed, budget_pages = UINT64_MAX;
                 unsigned n_move = 0;
                 long r;
 
+                if (!m->no_present && m->addr < v->end) {
+                        /* Only present pages are worth a query: jump over the holes. */
+                        if (m->addr >= m->present_end) {
+                                uint64_t s = 0, e = 0;
+                                int p = m->backend->present(m->backend->userdata, m->pid, m->addr, v->end, &s, &e);
+                                if (p == -EOPNOTSUPP)
+                                        m->no_present = true;
+                                else if (p < 0)
+                                        return p;
+                                else if (p == 0 || s >= v->end)
+                                        m->addr = v->end;
+                                else {
+                                        s -= s % page_bytes;
+                                        if (s > m->addr)
+                                                m->addr = s;
+                                        m->present_end = e > m->addr ? e : m->addr + page_bytes;
+                                }
+                        }
+                        if (!m->no_present && m->present_end < limit)
+                                limit = m->present_end;
+                }
+                left = m->addr < limit ? (limit - m->addr + page_bytes - 1) / page_bytes : 0;
                 if (left == 0) {
+                        if (m->addr < v->end && !m->no_present)
+                                continue; /* the next present range of this VMA */
                         if (++m->cur < m->n_vmas)
                                 m->addr = m->vmas[m->cur].start;
+                        m->present_end = 0;
                         continue;
                 }
                 if (max_kib > 0) {

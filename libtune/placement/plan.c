@@ -398,6 +398,12 @@ static int resolve_claim(plan_state *s, plan_claim *c) {
                 if (r < 0)
                         return r;
         }
+        if (c->req->claim.why[0]) {
+                r = add_reason(c->out, "claim of uid %u %s: %s", (unsigned) c->req->claim.uid,
+                               c->req->claim.unverified ? "not verified" : "verified", c->req->claim.why);
+                if (r < 0)
+                        return r;
+        }
         if (rule->accel_mode == TUNE_ACCEL_NONE || c->req->n_accels == 0)
                 r = resolve_unattributed(s, c);
         else
@@ -427,32 +433,89 @@ static int resolve_claim(plan_state *s, plan_claim *c) {
         return 0;
 }
 
-static int deal_home_cpus(plan_state *s) {
-        _cleanup_free_ unsigned *homed = calloc(s->n_claims ? s->n_claims : 1, sizeof(unsigned));
+/* Whether a claim takes part in this tier of the deal (verified claims first, then the
+ * unverified ones with what is left). */
+static bool claim_in_tier(const plan_claim *c, bool unverified) {
+        return c->exclusive && c->out->action == TUNE_PLAN_PLACE && c->req->claim.unverified == unverified;
+}
 
-        if (!homed)
+typedef struct homed_claim {
+        uid_t uid;
+        unsigned k;      /* claim index: arrival order */
+        unsigned first;  /* the arrival of this uid's first claim on the node */
+} homed_claim;
+
+static int cmp_homed_by_uid(const void *a, const void *b) {
+        const homed_claim *x = a, *y = b;
+        if (x->uid != y->uid)
+                return x->uid < y->uid ? -1 : 1;
+        return x->k < y->k ? -1 : x->k > y->k;
+}
+
+static int cmp_homed_by_user_arrival(const void *a, const void *b) {
+        const homed_claim *x = a, *y = b;
+        if (x->first != y->first)
+                return x->first < y->first ? -1 : 1;
+        return x->k < y->k ? -1 : x->k > y->k;
+}
+
+/* Deal each node's available CPUs to the claims of one tier homed there: round-robin over
+ * uids (in the order their first claim arrived), each uid's turn going round-robin to its
+ * claims in arrival order. With one uid this is plain round-robin over the claims. Each
+ * round costs O(claims), so a user with thousands of claims costs time, not fairness. */
+static int deal_home_cpus(plan_state *s, bool unverified) {
+        size_t m = s->n_claims ? s->n_claims : 1;
+        _cleanup_free_ homed_claim *homed = calloc(m, sizeof(homed_claim));
+        _cleanup_free_ unsigned *ustart = calloc(m + 1, sizeof(unsigned));
+        _cleanup_free_ unsigned *cursor = calloc(m, sizeof(unsigned));
+
+        if (!homed || !ustart || !cursor)
                 return -ENOMEM;
         for (unsigned i = 0; i < s->n_nodes; i++) {
                 plan_node *node = &s->nodes[i];
-                unsigned n = 0;
+                unsigned n = 0, n_users = 0;
                 bool progress = true;
 
                 for (unsigned k = 0; k < s->n_claims; k++) {
                         const plan_claim *c = &s->claims[k];
-                        if (c->exclusive && c->out->action == TUNE_PLAN_PLACE && c->home[i])
-                                homed[n++] = k;
+                        if (claim_in_tier(c, unverified) && c->home[i])
+                                homed[n++] = (homed_claim) { .uid = c->req->claim.uid, .k = k };
                 }
-                /* Round-robin, one CPU per claim and round, in arrival order. */
+                if (n == 0)
+                        continue;
+                /* Group by uid, then order the groups by their first arrival. */
+                qsort(homed, n, sizeof *homed, cmp_homed_by_uid);
+                for (unsigned h = 0, first = 0; h < n; h++) {
+                        if (h == 0 || homed[h].uid != homed[h - 1].uid)
+                                first = homed[h].k;
+                        homed[h].first = first;
+                }
+                qsort(homed, n, sizeof *homed, cmp_homed_by_user_arrival);
+                for (unsigned h = 0; h < n; h++)
+                        if (h == 0 || homed[h].uid != homed[h - 1].uid) {
+                                cursor[n_users] = 0;
+                                ustart[n_users++] = h;
+                        }
+                ustart[n_users] = n;
+
                 while (progress && node->used < node->cap) {
                         progress = false;
-                        for (unsigned h = 0; h < n && node->used < node->cap; h++) {
-                                plan_claim *c = &s->claims[homed[h]];
-                                if (c->grant[i] >= c->demand[i])
-                                        continue;
-                                c->grant[i]++;
-                                c->total++;
-                                node->used++;
-                                progress = true;
+                        for (unsigned u = 0; u < n_users && node->used < node->cap; u++) {
+                                unsigned count = ustart[u + 1] - ustart[u];
+                                /* This user's next claim (after the last one served) that wants more. */
+                                for (unsigned step = 0; step < count; step++) {
+                                        unsigned h = (cursor[u] + step) % count;
+                                        plan_claim *c = &s->claims[homed[ustart[u] + h].k];
+
+                                        if (c->grant[i] >= c->demand[i])
+                                                continue;
+                                        c->grant[i]++;
+                                        c->total++;
+                                        node->used++;
+                                        cursor[u] = (h + 1) % count;
+                                        progress = true;
+                                        break;
+                                }
                         }
                 }
         }
@@ -483,13 +546,13 @@ static unsigned *candidates_by_distance(const plan_state *s, const plan_claim *c
         return order;
 }
 
-static int borrow_cpus(plan_state *s) {
+static int borrow_cpus(plan_state *s, bool unverified) {
         for (unsigned k = 0; k < s->n_claims; k++) {
                 plan_claim *c = &s->claims[k];
                 _cleanup_free_ unsigned *order = NULL;
                 unsigned target;
 
-                if (!c->exclusive || c->out->action != TUNE_PLAN_PLACE)
+                if (!claim_in_tier(c, unverified))
                         continue;
                 target = c->elastic ? c->min : c->want;
                 if (c->total >= target)
@@ -923,12 +986,15 @@ static int plan_all(plan_state *s) {
                                 if (s->claims[k].home[i])
                                         s->nodes[i].n_homed++;
         }
-        r = deal_home_cpus(s);
-        if (r < 0)
-                return r;
-        r = borrow_cpus(s);
-        if (r < 0)
-                return r;
+        /* Verified claims first, home and borrowed; unverified ones get what is left. */
+        for (int tier = 0; tier < 2; tier++) {
+                r = deal_home_cpus(s, tier == 1);
+                if (r < 0)
+                        return r;
+                r = borrow_cpus(s, tier == 1);
+                if (r < 0)
+                        return r;
+        }
         r = choose_cpus(s);
         if (r < 0)
                 return r;
@@ -938,6 +1004,14 @@ static int plan_all(plan_state *s) {
                 if (c->out->action != TUNE_PLAN_PLACE)
                         continue;
                 if (c->exclusive) {
+                        if (c->total == 0 && c->req->claim.unverified) {
+                                c->out->action = TUNE_PLAN_REFUSE;
+                                r = add_reason(c->out, "not placed: its claim is not verified, and every CPU it could "
+                                               "have is wanted by verified claims (docs/trust.md)");
+                                if (r < 0)
+                                        return r;
+                                continue;
+                        }
                         if (c->total == 0) {
                                 c->out->action = TUNE_PLAN_REFUSE;
                                 r = add_reason(c->out, "not placed: no node has a free CPU left for it "
@@ -988,6 +1062,7 @@ typedef struct placer_entry {
         tune_accel *accels;         /* copies without local_cpus (the plan does not need them) */
         const tune_accel **accel_ptrs;
         unsigned n_accels;
+        tune_claim claim;
         tune_plan plan;
         bool placed;
 } placer_entry;
@@ -1081,6 +1156,7 @@ static int placer_replan(tune_placer *p, const tune_topology *t, uint64_t skip_k
         for (unsigned i = 0; i < p->n; i++)
                 reqs[i] = (tune_plan_request) {
                         .key = p->entries[i].key,
+                        .claim = p->entries[i].claim,
                         .rule = p->entries[i].rule,
                         .accels = p->entries[i].accel_ptrs,
                         .n_accels = p->entries[i].n_accels,
@@ -1128,8 +1204,10 @@ static placer_entry *placer_find(const tune_placer *p, uint64_t key) {
 }
 
 static int entry_fill(placer_entry *e, uint64_t key, const tune_policy_rule *rule,
-                      const tune_accel *const *accels, unsigned n_accels) {
+                      const tune_accel *const *accels, unsigned n_accels, const tune_claim *claim) {
         *e = (placer_entry) { .key = key, .rule = rule, .n_accels = n_accels };
+        if (claim)
+                e->claim = *claim;
         if (n_accels == 0)
                 return 0;
         e->accels = calloc(n_accels, sizeof(tune_accel));
@@ -1152,12 +1230,18 @@ static int entry_fill(placer_entry *e, uint64_t key, const tune_policy_rule *rul
 
 int tune_placer_set(tune_placer *p, uint64_t key, const tune_policy_rule *rule,
                     const tune_accel *const *accels, unsigned n_accels, tune_keys *ret_changed) {
+        return tune_placer_set_claim(p, key, rule, accels, n_accels, NULL, ret_changed);
+}
+
+int tune_placer_set_claim(tune_placer *p, uint64_t key, const tune_policy_rule *rule,
+                          const tune_accel *const *accels, unsigned n_accels, const tune_claim *claim,
+                          tune_keys *ret_changed) {
         placer_entry fresh, *e;
         int r;
 
         if (!p || !rule || (n_accels > 0 && !accels))
                 return -EINVAL;
-        r = entry_fill(&fresh, key, rule, accels, n_accels);
+        r = entry_fill(&fresh, key, rule, accels, n_accels, claim);
         if (r < 0)
                 return r;
 

@@ -147,8 +147,10 @@ static json_object *rule_json(out *o, const tune_policy_rule *r) {
         put(o, sub, "settle_delay_ms", json_object_new_int64(r->memory_settle_delay_ms));
         put(o, sub, "min_free_mib", json_object_new_int64((int64_t) (r->memory_min_free_kib / 1024)));
         put(o, sub, "rate_mib_s", json_object_new_int64(r->memory_rate_mib_s));
+        put(o, sub, "shared", json_object_new_boolean(r->memory_shared));
         put(o, j, "memory", sub);
 
+        put_string(o, j, "claims", r->claims_any ? "any" : "verified");
         put(o, j, "restore_on_stop", json_object_new_boolean(r->restore_on_stop));
         put(o, j, "reassert_affinity", json_object_new_boolean(r->reassert_affinity));
 

@@ -1145,6 +1145,10 @@ static void parse_match(sctx *c, json_object *o, tune_policy_rule *r) {
                 if (compile_regex(c, s, REG_NOSUB, &r->match_cmdline)) {
                         r->has_match_cmdline = true;
                         (void) dup_string(c, s, &r->match_cmdline_src);
+                        if (s[0] != '^' && strstr(s, ".*"))
+                                schema_warning(c, "is not anchored with '^' and has \".*\": on a long command line (any user "
+                                        "writes their own) every start position runs \".*\" to the end, costing ms "
+                                        "on each rename; anchor it, e.g. \"^([^ ]*/)?prog .*\" (docs/trust.md)");
                 }
                 pop(c, saved);
         }
@@ -1354,7 +1358,7 @@ static void parse_threads(sctx *c, json_object *o, tune_policy_rule *r) {
 }
 
 static void parse_memory(sctx *c, json_object *o, tune_policy_rule *r) {
-        static const char *const keys[] = { "migrate", "settle_delay_ms", "min_free_mib", "rate_mib_s", NULL };
+        static const char *const keys[] = { "migrate", "settle_delay_ms", "min_free_mib", "rate_mib_s", "shared", NULL };
         int64_t mib;
 
         check_keys(c, o, keys);
@@ -1363,6 +1367,7 @@ static void parse_memory(sctx *c, json_object *o, tune_policy_rule *r) {
         if (get_int(c, o, "min_free_mib", 0, INT64_C(1) << 30, "MiB", &mib))
                 r->memory_min_free_kib = (uint64_t) mib * 1024;
         (void) get_unsigned(c, o, "rate_mib_s", 0, 1048576, "MiB/s", &r->memory_rate_mib_s);
+        (void) get_bool(c, o, "shared", &r->memory_shared);
 }
 
 static void parse_unattributed(sctx *c, json_object *o, tune_policy_rule *r) {
@@ -1397,11 +1402,13 @@ static bool valid_rule_name(const char *s) {
 /* Returns whether the rule is enabled (and so belongs in the policy). */
 static bool parse_rule(sctx *c, json_object *o, tune_policy_rule *r) {
         static const char *const keys[] = { "name", "enabled", "priority", "match", "accelerators", "rank", "threads",
-                                            "memory", "restore_on_stop", "reassert_affinity", "unattributed", NULL };
+                                            "memory", "claims", "restore_on_stop", "reassert_affinity", "unattributed", NULL };
+        static const char *const claims[] = { "verified", "any", NULL };
         json_object *sub, *v;
         const char *s;
         bool enabled = true;
         int64_t prio;
+        int a;
 
         *r = (tune_policy_rule){
                 .accel_mode = TUNE_ACCEL_AUTO,
@@ -1448,6 +1455,8 @@ static bool parse_rule(sctx *c, json_object *o, tune_policy_rule *r) {
                 parse_memory(c, sub, r);
                 pop(c, saved);
         }
+        if (get_enum(c, o, "claims", claims, &a))
+                r->claims_any = a == 1;
         (void) get_bool(c, o, "restore_on_stop", &r->restore_on_stop);
         (void) get_bool(c, o, "reassert_affinity", &r->reassert_affinity);
         if (get_object(c, o, "unattributed", &sub)) {
@@ -1472,6 +1481,13 @@ static bool parse_rule(sctx *c, json_object *o, tune_policy_rule *r) {
         } else if (r->match_comm && !r->match_exe && !r->has_match_cmdline && !r->match_uids && !r->match_cgroup) {
                 size_t saved = push_key(c, "match");
                 schema_warning(c, "matches on comm only: any user can name a process that way; add exe, cmdline, user or cgroup");
+                pop(c, saved);
+        }
+        if (r->claims_any && !r->match_uids && !r->match_cgroup) {
+                size_t saved = push_key(c, "claims");
+                schema_warning(c, "is \"any\" and the rule names no user or cgroup: any user can start a process it matches and "
+                        "take CPUs next to an accelerator; add match.user or match.cgroup, or leave claims \"verified\" "
+                        "(docs/trust.md)");
                 pop(c, saved);
         }
         if (r->rank_source != TUNE_RANK_NONE && r->accel_mode == TUNE_ACCEL_NONE) {

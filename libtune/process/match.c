@@ -80,13 +80,29 @@ static int check_stable(const tune_policy_rule *r, tune_proc_facts *f) {
         return 1;
 }
 
+/* A regex sees at most the first TUNE_MATCH_REGEX_PREFIX bytes of the subject: the command
+ * line is the process's own text, up to TUNE_CMDLINE_MAX long, and a pattern glibc runs
+ * in quadratic time (an unanchored ".*") would cost tens of ms on all of it, on every
+ * rename (docs/trust.md). */
+static int regex_prefix_exec(const regex_t *re, const char *s, size_t nmatch, regmatch_t *m) {
+        regmatch_t local[2];
+        size_t len = strnlen(s, TUNE_MATCH_REGEX_PREFIX);
+
+        if (nmatch > 2)
+                return REG_NOMATCH;
+        if (!m)
+                m = local;
+        m[0] = (regmatch_t) { .rm_so = 0, .rm_eo = (regoff_t) len };
+        return regexec(re, s, nmatch ? nmatch : 1, m, REG_STARTEND);
+}
+
 static int check_volatile(const tune_policy_rule *r, tune_proc_facts *f) {
         if (r->match_comm) {
                 if (!tune_proc_facts_get(f, TUNE_FACT_COMM) || fnmatch(r->match_comm, f->comm, 0) != 0)
                         return 0;
         }
         if (r->has_match_cmdline) {
-                if (!tune_proc_facts_get(f, TUNE_FACT_CMDLINE) || regexec(&r->match_cmdline, f->cmdline, 0, NULL, 0) != 0)
+                if (!tune_proc_facts_get(f, TUNE_FACT_CMDLINE) || regex_prefix_exec(&r->match_cmdline, f->cmdline, 0, NULL) != 0)
                         return 0;
         }
         return 1;
@@ -160,7 +176,7 @@ int tune_rule_rank(const tune_policy_rule *rule, tune_proc_facts *f, const tune_
         }
         if (!subject || !rule->rank_regex_src)
                 return -ENOENT;
-        if (regexec(&rule->rank_regex, subject, 2, m, 0) != 0 || m[1].rm_so < 0)
+        if (regex_prefix_exec(&rule->rank_regex, subject, 2, m) != 0 || m[1].rm_so < 0)
                 return -ENOENT;
         return parse_rank(subject + m[1].rm_so, (size_t) (m[1].rm_eo - m[1].rm_so));
 }

@@ -78,16 +78,18 @@ def wait_placed(pid, n_threads, control_cpu, compute_cpu, timeout=10.0):
     fail(f"threads of {pid} not placed within {timeout} s: {last}")
 
 
-def placing_policy(comment):
+def placing_policy(comment, user="root"):
     """threads-target on node 0 by role: control (main thread, ctl-*) one CPU, compute the
-    other; no host knobs, housekeeping 0 so both CPUs of a 2-CPU machine are handed out."""
+    other; no host knobs, housekeeping 0 so both CPUs of a 2-CPU machine are handed out.
+    user=None: the rule matches any user's threads-target."""
+    match = {"exe": "*/threads-target", "user": user} if user else {"exe": "*/threads-target"}
     return {
         "version": 1,
         "comment": comment,
         "host": {"irq": {"housekeeping_cpus_per_node": 0, "steer_accelerator_irqs": False}},
         "processes": [{
             "name": "threads-target",
-            "match": {"exe": "*/threads-target", "user": "root"},
+            "match": match,
             "accelerators": "none",
             "unattributed": {"action": "place", "nodes": "0"},
             "threads": {

@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The state directory trust check (see include/npu-tuned/state-dir.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "npu-tuned/macro.h"
+#include "npu-tuned/state-dir.h"
+
+/* A directory on the way to the state directory: one that someone else could rename
+ * entries in (writable by a user other than us, no sticky bit) is refused. */
+static int check_ancestor(const struct stat *st) {
+        if (!S_ISDIR(st->st_mode))
+                return -ENOTDIR;
+        if (st->st_uid != 0 && st->st_uid != geteuid())
+                return -EPERM;
+        if ((st->st_mode & (S_IWGRP | S_IWOTH)) && !(st->st_mode & S_ISVTX))
+                return -EACCES;
+        return 0;
+}
+
+static int check_dir(const struct stat *st) {
+        if (!S_ISDIR(st->st_mode))
+                return -ENOTDIR;
+        if (st->st_uid != geteuid())
+                return -EPERM;
+        if (st->st_mode & (S_IWGRP | S_IWOTH))
+                return -EACCES;
+        return 0;
+}
+
+int tune_state_file_check(const struct stat *st) {
+        if (!S_ISREG(st->st_mode))
+                return -EBADMSG;
+        if (st->st_uid != geteuid() || st->st_nlink != 1)
+                return -EPERM;
+        if (st->st_mode & 077)
+                return -EACCES;
+        return 0;
+}
+
+const char *tune_state_dir_refusal(int error) {
+        switch (error) {
+        case -EPERM:
+                return "is owned by another user (or a directory on its way is)";
+        case -EACCES:
+                return "is writable by group or others (or a directory on its way is, without the sticky bit)";
+        case -ELOOP:
+                return "is a symbolic link (or one is on its way)";
+        case -ENOTDIR:
+                return "is not a directory";
+        default:
+                return strerror(-error);
+        }
+}
+
+/* Walk path one component at a time from "/" (or the working directory), never following
+ * a symlink, checking each directory on the way. */
+int tune_state_dir_open(const char *path, bool create) {
+        _cleanup_free_ char *copy = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        char *p, *save = NULL;
+        struct stat st;
+        int r;
+
+        if (!path || !*path)
+                return -EINVAL;
+        copy = strdup(path);
+        if (!copy)
+                return -ENOMEM;
+        fd = open(path[0] == '/' ? "/" : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return negative_errno();
+        p = strtok_r(copy, "/", &save);
+        if (!p)
+                return -EINVAL; /* "/" itself is nobody's state directory */
+        while (p) {
+                char *next = strtok_r(NULL, "/", &save);
+                bool last = !next;
+                int child;
+
+                if (fstat(fd, &st) < 0)
+                        return negative_errno();
+                r = check_ancestor(&st);
+                if (r < 0)
+                        return r;
+                if (streq(p, "..") || streq(p, "."))
+                        return -EINVAL;
+                child = openat(fd, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (child < 0 && errno == ENOENT && create) {
+                        if (mkdirat(fd, p, last ? 0700 : 0755) < 0 && errno != EEXIST)
+                                return negative_errno();
+                        child = openat(fd, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                }
+                if (child < 0) {
+                        /* O_DIRECTORY | O_NOFOLLOW on a symlink says ENOTDIR: say what it is. */
+                        if (errno == ENOTDIR && fstatat(fd, p, &st, AT_SYMLINK_NOFOLLOW) >= 0 && S_ISLNK(st.st_mode))
+                                return -ELOOP;
+                        return negative_errno();
+                }
+                close(fd);
+                fd = child;
+                p = next;
+        }
+        if (fstat(fd, &st) < 0)
+                return negative_errno();
+        r = check_dir(&st);
+        if (r < 0)
+                return r;
+        /* Nobody else needs to list it: the pids of managed processes are in its names. */
+        if ((st.st_mode & 07777) != 0700 && fchmod(fd, 0700) < 0)
+                return negative_errno();
+        return TAKE_FD(fd);
+}
