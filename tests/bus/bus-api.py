@@ -8,6 +8,8 @@ busctl, dbus-send and npu-tunectl:
     the running daemon introspects;
   - every method; bad arguments get named errors (NoSuchProcess, NotManaged,
     NotAvailable, InvalidArgs);
+  - signals: KnobChanged and PropertiesChanged(Knobs) on a reload that changes a knob,
+    KnobDrift when someone else writes one;
   - Reload() with a broken policy: PolicyInvalid, PolicyReloaded(false, why), the old
     policy kept and no knob file touched;
   - Reload(), Rescan(), Release() as nobody: AccessDenied from the bus policy; and on a bus
@@ -144,6 +146,13 @@ try:
         bus.call("Reload")
         mon.wait_for(r'member=PolicyReloaded.*?boolean true\s+string "Policy reloaded."')
         expect(True, "Reload(): PolicyReloaded(true)")
+        # A changed knob: KnobChanged, and PropertiesChanged with the new Knobs.
+        knobtest.policy(policy, thp_defrag="madvise", reconcile_interval_ms=200)
+        bus.call("Reload")
+        mon.wait_for(r'member=KnobChanged\s+string "thp/defrag"\s+string "/sys/kernel/mm/transparent_hugepage/defrag"'
+                     r'\s+string "madvise"')
+        mon.wait_for(r'member=PropertiesChanged.*?string "org.nputuned1.Manager".*?string "Knobs"')
+        expect(True, "Reload() with THP defrag changed: KnobChanged(thp/defrag, ..., madvise), PropertiesChanged(Knobs)")
         with open(os.path.join(policy, "50-host.json"), "w") as f:
             f.write('{"version": 1, "host": { broken')
         snap = knobtest.snapshot(root)
@@ -179,6 +188,18 @@ try:
                "npu-tunectl explain: not managed below a --root")
         p = tunectl_run(bus, "explain", "x")
         expect(p.returncode == 2, "npu-tunectl explain x: usage, exit 2")
+
+        # Someone else writes a knob we own: KnobDrift, status changed-by-other.
+        mon = bus.monitor()
+        with open(thp, "w") as f:
+            f.write("always")
+        mon.wait_for(r'member=KnobDrift\s+string "thp/enabled"\s+string "[^"]*"\s+string "never"\s+string "always"')
+        knobs = {k[0]: k for k in bus.get_json("Knobs")}
+        expect(knobs["thp/enabled"][4] == "changed-by-other",
+               "a knob changed by someone else: KnobDrift(thp/enabled, ..., never, always), status changed-by-other")
+        mon.close()
+        with open(thp, "w") as f:
+            f.write("never")  # ours again, so that the stop restores it
     finally:
         d.kill(signal.SIGTERM)
         rc = d.wait()

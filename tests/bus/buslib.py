@@ -143,14 +143,16 @@ class Bus:
 
 
 class Monitor:
-    """Signals of org.nputuned1.Manager as dbus-monitor prints them."""
+    """Signals of org.nputuned1.Manager, and PropertiesChanged of its object, as
+    dbus-monitor prints them."""
 
     def __init__(self, bus):
         self.path = os.path.join(bus.dir, f"monitor-{time.monotonic_ns()}")
         self.out = open(self.path, "w+")
         self.proc = subprocess.Popen(["dbus-monitor", "--address", bus.address,
-                                      f"type='signal',interface='{IFACE}'"], stdout=self.out,
-                                     stderr=subprocess.STDOUT)
+                                      f"type='signal',interface='{IFACE}'",
+                                      f"type='signal',interface='org.freedesktop.DBus.Properties',path='{PATH}'"],
+                                     stdout=self.out, stderr=subprocess.STDOUT)
         time.sleep(0.3)  # subscribed
 
     def text(self):
