@@ -26,11 +26,24 @@ extern const char npu_bus_introspection_xml[];
 struct Bus {
         Manager *m;
         sd_bus *bus; /* NULL: not connected */
+        uint64_t memory_read_usec; /* when free memory was last read for a caller */
 };
 
 
 static sd_bus *bus_of(const Bus *b) {
         return b ? b->bus : NULL;
+}
+
+/* Free memory for Nodes and GetTopology(), read at most once a second: any user may ask,
+ * and asking in a loop must not make the daemon read /proc and sysfs in a loop. */
+static void refresh_memory(Manager *m) {
+        uint64_t now;
+
+        if (!m->bus || sd_event_now(m->event, CLOCK_MONOTONIC, &now) < 0 ||
+            (m->bus->memory_read_usec && now < m->bus->memory_read_usec + 1000000))
+                return;
+        m->bus->memory_read_usec = now;
+        (void) tune_topology_refresh_memory(m->ctx, m->topology);
 }
 
 static const char *manager_state(const Manager *m) {
@@ -82,7 +95,7 @@ static int property_get_nodes(sd_bus *bus, const char *path, const char *interfa
         Manager *m = userdata;
         int r;
 
-        (void) tune_topology_refresh_memory(m->ctx, m->topology);
+        refresh_memory(m);
         r = sd_bus_message_open_container(reply, 'a', "(istt)");
         for (unsigned i = 0; r >= 0 && i < m->topology->n_nodes; i++) {
                 const tune_node *n = &m->topology->nodes[i];
@@ -286,7 +299,7 @@ static int method_get_topology(sd_bus_message *msg, void *userdata, sd_bus_error
         json_object *j;
         int r;
 
-        (void) tune_topology_refresh_memory(m->ctx, m->topology);
+        refresh_memory(m);
         j = topology_to_json(m->topology, &m->accels);
         if (!j)
                 return -ENOMEM;
