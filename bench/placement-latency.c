@@ -7,9 +7,11 @@
  * at once; every thread (and the main thread) polls its own affinity until the daemon has
  * narrowed it to one CPU, and reports the moment it saw that. A run's time is from just
  * before fork() to the last thread placed. Prints the median, p90, p99 and max, and how
- * many runs had a thread left unplaced (after 2 s).
+ * many runs had a thread left unplaced (after 2 s). With --raw, prints one line per run
+ * instead (nanoseconds, or "unplaced"), for bench/placement-latency.sh to pool runs of
+ * several pinners taken in turns.
  *
- *   placement-latency [RUNS] [THREADS] */
+ *   placement-latency [--raw] [RUNS] [THREADS] */
 #include <errno.h>
 #include <stdbool.h>
 #include <pthread.h>
@@ -88,9 +90,16 @@ static int cmp_u64(const void *a, const void *b) {
 int main(int argc, char **argv) {
         unsigned runs = 50, n = 4, unplaced_runs = 0;
         uint64_t *times;
+        bool raw = false;
+        const char *prog = argv[0];
 
         if (argc == 4 && strcmp(argv[1], "--child") == 0)
                 return child(strtoull(argv[2], NULL, 10), (unsigned) strtoul(argv[3], NULL, 10));
+        if (argc > 1 && strcmp(argv[1], "--raw") == 0) {
+                raw = true;
+                argv++;
+                argc--;
+        }
         if (argc > 1)
                 runs = (unsigned) strtoul(argv[1], NULL, 10);
         if (argc > 2)
@@ -116,7 +125,7 @@ int main(int argc, char **argv) {
                 if (pid == 0) {
                         dup2(pipefd[1], STDOUT_FILENO);
                         close(pipefd[0]);
-                        execl("/proc/self/exe", argv[0], "--child", start, threads, (char *) NULL);
+                        execl("/proc/self/exe", prog, "--child", start, threads, (char *) NULL);
                         _exit(127);
                 }
                 close(pipefd[1]);
@@ -137,10 +146,21 @@ int main(int argc, char **argv) {
                 waitpid(pid, NULL, 0);
                 if (unplaced || lines != n + 1)
                         unplaced_runs++;
+                if (raw) {
+                        if (unplaced || lines != n + 1)
+                                printf("unplaced\n");
+                        else
+                                printf("%llu\n", (unsigned long long) worst);
+                        fflush(stdout);
+                }
                 times[r] = worst;
                 usleep(20 * 1000);
         }
         qsort(times, runs, sizeof *times, cmp_u64);
+        if (raw) {
+                free(times);
+                return 0;
+        }
         printf("exec -> all %u threads placed, %u runs: median %.0f us, p90 %.0f us, p99 %.0f us, max %.0f us; runs with a thread unplaced after 2 s: %u\n",
                n + 1, runs, times[runs / 2] / 1e3, times[runs * 9 / 10] / 1e3, times[(runs * 99) / 100] / 1e3,
                times[runs - 1] / 1e3, unplaced_runs);

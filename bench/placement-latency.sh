@@ -1,35 +1,42 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
-# Exec -> all threads placed, with the real daemon. As root:
-#   bench/placement-latency.sh [BUILD_DIR] [RUNS] [THREADS]
+# Exec -> every thread placed, for each pinner in turn (bench/pinners.sh), as root:
+#   bench/placement-latency.sh [--build DIR] [--runs N] [--rounds R] [--threads T] [PINNER...]
+# Default pinners: floor npu-ext4 npu-tmpfs tuned-default tuned-fork. Each round starts
+# every pinner once, in a rotating order, and times N/R runs under it, so the host's load
+# falls on all of them alike; the table pools the rounds. A run that has a thread not on
+# a single CPU after 2 s counts as failed ("runs with a thread never placed").
 set -euo pipefail
-build=${1:-build}
-runs=${2:-100}
-threads=${3:-4}
-tmp=$(mktemp -d)
-trap 'kill "$daemon" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
-mkdir -m 0755 "$tmp/policies" && mkdir -m 0700 "$tmp/state"
-cat >"$tmp/policies/bench.json" <<'JSON'
-{
-  "version": 1,
-  "host": { "irq": { "housekeeping_cpus_per_node": 0, "steer_accelerator_irqs": false } },
-  "processes": [{
-    "name": "latency-child",
-    "match": { "exe": "*/placement-latency", "cmdline": " --child ", "user": "root" },
-    "accelerators": "none",
-    "unattributed": { "action": "place", "nodes": "0" },
-    "threads": {
-      "control": { "main_thread": true, "cpus": 1 },
-      "compute": { "cpus": 1 }
-    },
-    "memory": { "migrate": false },
-    "restore_on_stop": false
-  }]
-}
-JSON
-"$build/daemon/npu-tuned" --policy-dir "$tmp/policies" --state-dir "$tmp/state" >"$tmp/log" 2>&1 &
-daemon=$!
-for _ in $(seq 100); do grep -q "Running:" "$tmp/log" && break; sleep 0.05; done
-grep -q "Running:" "$tmp/log" || { cat "$tmp/log"; exit 1; }
-"$build/bench/placement-latency" "$runs" "$threads"
-ps -o rss=,cputime= -p "$daemon" | awk '{ print "daemon RSS " $1 " KiB, CPU time " $2 }'
+here=$(cd "$(dirname "$0")" && pwd)
+build=build runs=50 rounds=5 threads=4
+while [ $# -gt 0 ]; do
+        case $1 in
+        --build) build=$2; shift 2 ;;
+        --runs) runs=$2; shift 2 ;;
+        --rounds) rounds=$2; shift 2 ;;
+        --threads) threads=$2; shift 2 ;;
+        *) break ;;
+        esac
+done
+pinners=("$@")
+[ ${#pinners[@]} -gt 0 ] || pinners=(floor npu-ext4 npu-tmpfs tuned-default tuned-fork)
+bench_tmp=$(mktemp -d /var/tmp/npu-bench.XXXXXX)
+bench_tmp_disk=$bench_tmp
+bench_tmp_shm=$(mktemp -d /dev/shm/npu-bench.XXXXXX)
+# shellcheck source=bench/pinners.sh
+. "$here/pinners.sh"
+trap 'pinner_stop; rm -rf "$bench_tmp" "$bench_tmp_shm"' EXIT
+mkdir "$bench_tmp/out"
+per_round=$(((runs + rounds - 1) / rounds))
+echo "exec -> all $((threads + 1)) threads on one CPU; $runs runs per pinner in $rounds interleaved rounds"
+echo "npu-ext4 state dir: $bench_tmp_disk/state ($(fs_of "$bench_tmp_disk")); npu-tmpfs: $bench_tmp_shm/state ($(fs_of "$bench_tmp_shm"))"
+for round in $(seq "$rounds"); do
+        n=${#pinners[@]}
+        for i in $(seq 0 $((n - 1))); do
+                p=${pinners[$(((i + round) % n))]}
+                pinner_start "$p" "placement-latency --child" "*/placement-latency"
+                "$build/bench/placement-latency" --raw "$per_round" "$threads" >>"$bench_tmp/out/$p.txt" || true
+                pinner_stop
+        done
+done
+python3 "$here/stats.py" --scale 1e-3 --unit us --baseline "${pinners[0]}" "$bench_tmp/out" "${pinners[@]}"

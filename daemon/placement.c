@@ -141,7 +141,10 @@ static void log_placement(const managed_process *mp, const tune_plan *pl, bool d
  *     before we came: its own original would be lost).
  * So a placement of N threads in R roles writes about R times; threads born later (which
  * inherit a recorded set and get a recorded role set) write nothing. Exited threads stay
- * in the record until the next write (harmless: restore skips threads that are gone). */
+ * in the record until the next write (harmless: restore skips threads that are gone).
+ * A rule with restore_on_stop: false restores nothing, so nothing is written for it at
+ * all (and a record left from when its rule said true is removed). The write is not
+ * fsync'ed: see affinity-record.h for why that loses nothing on SIGKILL. */
 
 static const tune_cpuset *record_process_original(const tune_affinity_originals *j) {
         const tune_affinity_entry *e = tune_affinity_originals_find(j, j->pid);
@@ -171,6 +174,8 @@ static bool record_needs_write(const placed_process *pp, const tune_affinity_ent
                !tune_cpuset_equal(process_original, &live->original);
 }
 
+static void record_remove(Placement *p, placed_process *pp);
+
 /* Persist what thread tid of pp will have after sched_setaffinity(cpus): called by the
  * recording backend right before it. An error refuses the set (no unrecorded pin). */
 static int record_before_set(placed_process *pp, pid_t tid, const tune_cpuset *cpus) {
@@ -182,6 +187,10 @@ static int record_before_set(placed_process *pp, pid_t tid, const tune_cpuset *c
 
         if (!live)
                 return -EINVAL; /* affinity.c records a thread before it sets it */
+        if (!pp->restore_on_stop) {
+                record_remove(p, pp);
+                return 0;
+        }
         if (!record_needs_write(pp, live, cpus))
                 return 0;
         next.boot_id = strdup(p->boot_id ? p->boot_id : "");

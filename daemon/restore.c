@@ -6,7 +6,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "knobs.h"
 #include "log.h"
@@ -16,6 +18,18 @@
 #include "npu-tuned/state-dir.h"
 #include "restore.h"
 #include "state-dir.h"
+
+/* Whether the record of pid was last written before this boot began. */
+static bool record_predates_boot(const char *state_dir, pid_t pid) {
+        _cleanup_free_ char *path = NULL;
+        struct timespec real, boot;
+        struct stat st;
+
+        if (asprintf(&path, "%s/" TUNE_AFFINITY_RECORD_PREFIX "%d" TUNE_AFFINITY_RECORD_SUFFIX, state_dir, (int) pid) < 0 ||
+            lstat(path, &st) < 0 || clock_gettime(CLOCK_REALTIME, &real) < 0 || clock_gettime(CLOCK_BOOTTIME, &boot) < 0)
+                return false;
+        return st.st_mtim.tv_sec < real.tv_sec - boot.tv_sec - 1;
+}
 
 /* Give one recorded process its originals back. Returns < 0 when it could not be
  * restored and the record is kept (for a later --restore). */
@@ -27,6 +41,12 @@ static int restore_record(const tune_ctx *ctx, const char *state_dir, const char
         r = tune_affinity_record_load(state_dir, pid, &rec);
         if (r == -ENOENT)
                 return 0;
+        if (r == -EBADMSG && record_predates_boot(state_dir, pid)) {
+                /* Unsynced by design (affinity-record.h): a power loss may leave it torn,
+                 * and it describes threads of an earlier boot anyway. */
+                log_info("The affinity record of pid %d is from an earlier boot and unreadable: discarding it.", pid);
+                return tune_affinity_record_delete(state_dir, pid);
+        }
         if (r == -EBADMSG || r == -EPROTONOSUPPORT)
                 return log_error_errno(r, "%s/" TUNE_AFFINITY_RECORD_PREFIX "%d" TUNE_AFFINITY_RECORD_SUFFIX
                                           " is %s: leaving pid %d's affinity as it is. Inspect and remove it.",

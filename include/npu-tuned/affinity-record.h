@@ -5,8 +5,15 @@
  * persisted in the state directory BEFORE npu-tuned changes them, like the knob journal,
  * so that `npu-tuned --restore` (after SIGKILL) and the next start can give them back.
  *
- * One file per process, STATE_DIR/affinity-PID.json, written whole and atomically
- * (tune_state_file_write(), include/npu-tuned/state-file.h):
+ * One file per process, STATE_DIR/affinity-PID.json, written whole and atomically (temp
+ * file + rename, tune_state_file_write_unsynced(), include/npu-tuned/state-file.h) but
+ * not fsync'ed: the record must
+ * outlive the daemon (SIGKILL, a crash of npu-tuned), and a write() that returned already
+ * has: the data is in the kernel's page cache, not in the process, and the rename is
+ * visible to every later open. fsync would only add surviving the kernel's own death, and
+ * after a reboot no thread the record describes exists (records carry the boot id and
+ * are discarded on the next boot). So the record costs no disk flush before the first
+ * pin, on tmpfs (the default, /run) and on a disk filesystem alike:
  *
  *   {"version":1,"boot_id":"f0c6...","pid":1234,"start_time":98765,"restore_on_stop":true,
  *    "threads":[{"tid":1234,"original":"0-1","applied":"0"},...]}

@@ -21,6 +21,11 @@ int tune_state_file_read(const char *state_dir, const char *name, size_t max, ch
  * each of those phases. The state directory is created (0700) if missing. */
 int tune_state_file_write(const char *state_dir, const char *name, const char *text, tune_step_fn step,
                           void *userdata);
+/* The same without the two fsyncs: the file is whole and in place once this returns, and
+ * stays so through the death of the calling process (the kernel holds the written pages),
+ * but not through the kernel's own (a crash, a power loss). For state that only has to
+ * outlive the daemon, never the boot (the affinity records). */
+int tune_state_file_write_unsynced(const char *state_dir, const char *name, const char *text);
 /* Delete one (and its temp file) and fsync the directory; 0 if there was none. */
 int tune_state_file_delete(const char *state_dir, const char *name);
 

@@ -68,8 +68,8 @@ static void step(tune_step_fn fn, const char *what, void *userdata) {
                 fn(what, userdata);
 }
 
-int tune_state_file_write(const char *state_dir, const char *name, const char *text, tune_step_fn step_fn,
-                          void *userdata) {
+static int state_file_write(const char *state_dir, const char *name, const char *text, bool sync,
+                            tune_step_fn step_fn, void *userdata) {
         _cleanup_close_ int dfd = -EBADF, fd = -EBADF;
         _cleanup_free_ char *tmp = NULL;
         size_t len, done = 0;
@@ -99,7 +99,7 @@ int tune_state_file_write(const char *state_dir, const char *name, const char *t
                 }
                 done += (size_t) n;
         }
-        if (fsync(fd) < 0) {
+        if (sync && fsync(fd) < 0) {
                 r = negative_errno();
                 (void) unlinkat(dfd, tmp, 0);
                 return r;
@@ -111,10 +111,19 @@ int tune_state_file_write(const char *state_dir, const char *name, const char *t
                 return r;
         }
         step(step_fn, "journal-renamed", userdata);
-        if (fsync(dfd) < 0)
+        if (sync && fsync(dfd) < 0)
                 return negative_errno();
         step(step_fn, "journal-dir-synced", userdata);
         return 0;
+}
+
+int tune_state_file_write(const char *state_dir, const char *name, const char *text, tune_step_fn step_fn,
+                          void *userdata) {
+        return state_file_write(state_dir, name, text, true, step_fn, userdata);
+}
+
+int tune_state_file_write_unsynced(const char *state_dir, const char *name, const char *text) {
+        return state_file_write(state_dir, name, text, false, NULL, NULL);
 }
 
 int tune_state_file_delete(const char *state_dir, const char *name) {

@@ -264,7 +264,7 @@ int tune_affinity_record_save(const char *state_dir, const tune_affinity_record 
         if (r < 0)
                 return r;
         record_name(rec->originals.pid, name);
-        return tune_state_file_write(state_dir, name, text, NULL, NULL);
+        return tune_state_file_write_unsynced(state_dir, name, text);
 }
 
 int tune_affinity_record_load(const char *state_dir, pid_t pid, tune_affinity_record *ret) {

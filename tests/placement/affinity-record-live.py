@@ -21,8 +21,6 @@ Usage: affinity-record-live.py NPU_TUNED THREADS_TARGET"""
 import glob
 import json
 import os
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -53,77 +51,8 @@ def records(state_dir):
 policy = placing_policy("affinity-record-live: place threads-target on node 0 by role, no host knobs")
 
 
-class Run:
-    """A temporary policy and state directory, daemons started in them, one target."""
-
-    def __init__(self, tmp):
-        self.tmp = tmp
-        self.policy_dir = os.path.join(tmp, "policies")
-        self.state_dir = os.path.join(tmp, "state")
-        os.mkdir(self.policy_dir)
-        os.mkdir(self.state_dir, 0o700)
-        path = os.path.join(self.policy_dir, "test.json")
-        with open(path, "w") as f:
-            json.dump(policy, f)
-        os.chmod(path, 0o644)
-        self.log = open(os.path.join(tmp, "daemon.log"), "w+")
-        self.daemon = None
-        self.target = None
-
-    def start_daemon(self):
-        self.log.write("--- start ---\n")
-        self.log.flush()
-        start = self.log.tell()
-        self.daemon = subprocess.Popen([npu_tuned, "--policy-dir", self.policy_dir, "--state-dir", self.state_dir,
-                                        "-v"], stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            with open(self.log.name) as f:
-                f.seek(start)
-                if "Running:" in f.read():
-                    return
-            if self.daemon.poll() is not None:
-                fail(f"daemon exited {self.daemon.returncode}: {open(self.log.name).read()}")
-            time.sleep(0.02)
-        fail("daemon did not start within 10 s")
-
-    def kill_daemon(self):
-        self.daemon.send_signal(signal.SIGKILL)
-        self.daemon.wait(10)
-        self.daemon = None
-
-    def stop_daemon(self):
-        self.daemon.send_signal(signal.SIGTERM)
-        rc = self.daemon.wait(10)
-        self.daemon = None
-        if rc != 0:
-            fail(f"daemon exited {rc} on SIGTERM")
-
-    def restore(self):
-        r = subprocess.run([npu_tuned, "--restore", "--state-dir", self.state_dir], stdout=self.log,
-                           stderr=subprocess.STDOUT)
-        if r.returncode != 0:
-            fail(f"npu-tuned --restore exited {r.returncode}: {open(self.log.name).read()}")
-
-    def start_target(self, late=True):
-        args = [target_bin, "--control", "2", "--compute", "2", "--timeout", "60"]
-        if late:
-            args += ["--late-ms", "500"]
-        self.target = subprocess.Popen(args, stdout=subprocess.PIPE)
-        if not self.target.stdout.readline().startswith(b"ready"):
-            fail("threads-target did not start")
-        return self.target.pid
-
-    def close(self):
-        if self.target:
-            self.target.kill()
-            self.target.wait()
-        if self.daemon and self.daemon.poll() is None:
-            self.daemon.kill()
-            self.daemon.wait()
-        self.log.seek(0)
-        print("--- daemon log ---")
-        print(self.log.read())
+def Run(tmp):
+    return livetest.Run(npu_tuned, target_bin, policy, tmp)
 
 
 def assert_all_original(pid, what, except_tid=None):

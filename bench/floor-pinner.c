@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The floor: the least a proc-connector pinner must do, for the benches to compare
+ * npu-tuned (and tuned) against. On each EXEC it reads /proc/PID/exe and, if that matches
+ * the glob, /proc/PID/cmdline; a match gets every thread pinned to CPU, and every later
+ * thread of it on its FORK event. No policy, no roles, no records, no restore: whatever
+ * npu-tuned spends beyond this is the price of what it does on top.
+ *
+ *   floor-pinner EXE_GLOB CMDLINE_SUBSTRING CPU
+ *
+ * Uses the kernel's event filter (Linux 6.6+; older kernels send everything). Runs until
+ * SIGTERM/SIGINT. Needs root and the initial namespaces. */
+#include <dirent.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <linux/cn_proc.h>
+#include <linux/connector.h>
+#include <linux/netlink.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define MAX_MATCHED 1024
+
+static const char *exe_glob, *cmd_sub;
+static cpu_set_t target;
+static pid_t matched[MAX_MATCHED];
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig) {
+        (void) sig;
+        stop = 1;
+}
+
+static int send_listen(int fd, uint32_t op, uint32_t events) {
+        struct {
+                struct nlmsghdr nh;
+                struct cn_msg cn;
+                uint32_t input[2]; /* struct proc_input: mcast_op, event_type */
+        } __attribute__((packed)) msg = {
+                .nh = { .nlmsg_len = sizeof msg, .nlmsg_type = NLMSG_DONE },
+                .cn = { .id = { .idx = CN_IDX_PROC, .val = CN_VAL_PROC }, .len = sizeof msg.input },
+                .input = { op, events },
+        };
+        return send(fd, &msg, sizeof msg, 0) < 0 ? -errno : 0;
+}
+
+static int slot_of(pid_t pid) {
+        for (int i = 0; i < MAX_MATCHED; i++)
+                if (matched[i] == pid)
+                        return i;
+        return -1;
+}
+
+static int matches(pid_t pid) {
+        char path[64], buf[4096];
+        ssize_t n;
+        FILE *f;
+
+        snprintf(path, sizeof path, "/proc/%d/exe", (int) pid);
+        n = readlink(path, buf, sizeof buf - 1);
+        if (n <= 0)
+                return 0;
+        buf[n] = 0;
+        if (fnmatch(exe_glob, buf, 0) != 0)
+                return 0;
+        snprintf(path, sizeof path, "/proc/%d/cmdline", (int) pid);
+        f = fopen(path, "re");
+        if (!f)
+                return 0;
+        n = (ssize_t) fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        if (n <= 0)
+                return 0;
+        for (ssize_t i = 0; i < n; i++)
+                if (buf[i] == 0)
+                        buf[i] = ' ';
+        buf[n] = 0;
+        return strstr(buf, cmd_sub) != NULL;
+}
+
+static void pin_all_threads(pid_t pid) {
+        char path[64];
+        struct dirent *de;
+        DIR *d;
+
+        /* The main thread first: threads created from now on inherit its mask. */
+        (void) sched_setaffinity(pid, sizeof target, &target);
+        snprintf(path, sizeof path, "/proc/%d/task", (int) pid);
+        d = opendir(path);
+        if (!d)
+                return;
+        while ((de = readdir(d)))
+                if (de->d_name[0] != '.' && atoi(de->d_name) != pid)
+                        (void) sched_setaffinity(atoi(de->d_name), sizeof target, &target);
+        closedir(d);
+}
+
+static void handle(const struct proc_event *ev) {
+        int slot;
+
+        switch (ev->what) {
+        case PROC_EVENT_EXEC: {
+                pid_t pid = ev->event_data.exec.process_tgid;
+                if (!matches(pid))
+                        return;
+                if (slot_of(pid) < 0 && (slot = slot_of(0)) >= 0)
+                        matched[slot] = pid;
+                pin_all_threads(pid);
+                return;
+        }
+        case PROC_EVENT_FORK:
+                if (ev->event_data.fork.child_pid != ev->event_data.fork.child_tgid &&
+                    slot_of(ev->event_data.fork.child_tgid) >= 0)
+                        (void) sched_setaffinity(ev->event_data.fork.child_pid, sizeof target, &target);
+                return;
+        case PROC_EVENT_EXIT:
+                if (ev->event_data.exit.process_pid == ev->event_data.exit.process_tgid &&
+                    (slot = slot_of(ev->event_data.exit.process_tgid)) >= 0)
+                        matched[slot] = 0;
+                return;
+        default:
+                return;
+        }
+}
+
+int main(int argc, char **argv) {
+        struct sockaddr_nl sa = { .nl_family = AF_NETLINK, .nl_groups = CN_IDX_PROC, .nl_pid = 0 };
+        int fd, rcvbuf = 4 << 20;
+        char buf[16384] __attribute__((aligned(8)));
+
+        if (argc != 4) {
+                fprintf(stderr, "usage: %s EXE_GLOB CMDLINE_SUBSTRING CPU\n", argv[0]);
+                return 2;
+        }
+        exe_glob = argv[1];
+        cmd_sub = argv[2];
+        CPU_ZERO(&target);
+        CPU_SET(atoi(argv[3]), &target);
+        signal(SIGTERM, on_signal);
+        signal(SIGINT, on_signal);
+        fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_CONNECTOR);
+        if (fd < 0 || bind(fd, (struct sockaddr *) &sa, sizeof sa) < 0) {
+                perror("proc connector");
+                return 1;
+        }
+        (void) setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof rcvbuf);
+        if (send_listen(fd, PROC_CN_MCAST_LISTEN, PROC_EVENT_FORK | PROC_EVENT_EXEC | PROC_EVENT_EXIT) < 0) {
+                perror("subscribe");
+                return 1;
+        }
+        fprintf(stderr, "floor-pinner: listening\n");
+        while (!stop) {
+                ssize_t n = recv(fd, buf, sizeof buf, 0);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        if (errno == ENOBUFS) {
+                                fprintf(stderr, "floor-pinner: overrun (events lost)\n");
+                                continue;
+                        }
+                        perror("recv");
+                        break;
+                }
+                for (struct nlmsghdr *nh = (struct nlmsghdr *) buf; NLMSG_OK(nh, (size_t) n); nh = NLMSG_NEXT(nh, n)) {
+                        struct cn_msg *cn = NLMSG_DATA(nh);
+                        if (nh->nlmsg_type != NLMSG_DONE || cn->id.idx != CN_IDX_PROC || cn->len < sizeof(struct proc_event))
+                                continue;
+                        handle((const struct proc_event *) cn->data);
+                }
+        }
+        (void) send_listen(fd, PROC_CN_MCAST_IGNORE, 0);
+        close(fd);
+        return 0;
+}

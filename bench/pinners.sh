@@ -1,0 +1,119 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# Sourced by the benches: start and stop the pinners they compare, one at a time, each
+# told to place the processes whose command line has PATTERN.
+#
+#   pinner_start NAME PATTERN EXE_GLOB   (sets pinner_pid; NAME is one of)
+#     floor             bench/floor-pinner: every thread on CPU 1
+#     npu-ext4          npu-tuned, state dir on the disk under $bench_tmp_disk
+#     npu-tmpfs         npu-tuned, state dir on /dev/shm
+#     tuned-default     tuned's [scheduler] plugin: the process on CPU 1
+#     tuned-fork        the same with perf_process_fork=true
+#     untuned           nothing (pinner_pid stays empty)
+#   pinner_stop
+#
+# Every pinner runs at nice -10 (the unit's), so all compete alike with the rest of the
+# host. Needs: $build (the build dir), $bench_tmp (scratch, any fs), $bench_tmp_disk and
+# $bench_tmp_shm (scratch dirs on a disk filesystem and on tmpfs); $npu_policy_extra is
+# JSON spliced into the npu-tuned rule (e.g. its "threads").
+pinner_pid=""
+tuned_profile_dir=/etc/tuned
+
+fs_of() { df --output=fstype "$1" | tail -1; }
+
+wait_for_line() { # FILE REGEX TIMEOUT_S
+        local i
+        for i in $(seq $(($3 * 20))); do
+                grep -qE "$2" "$1" 2>/dev/null && return 0
+                sleep 0.05
+        done
+        echo "bench: no \"$2\" in $1 after $3 s:" >&2
+        tail -20 "$1" >&2
+        return 1
+}
+
+npu_policy() { # PATTERN EXE_GLOB RESTORE
+        local threads=${npu_threads:-'{ "control": { "main_thread": true, "cpus": 1 }, "compute": { "cpus": 1 } }'}
+        cat <<JSON
+{
+  "version": 1,
+  "host": { "irq": { "housekeeping_cpus_per_node": 0, "steer_accelerator_irqs": false } },
+  "processes": [{
+    "name": "bench",
+    "match": { "exe": "$2", "cmdline": "$1", "user": "root" },
+    "accelerators": "none",
+    "unattributed": { "action": "place", "nodes": "0" },
+    "threads": $threads,
+    "memory": { "migrate": false },
+    "restore_on_stop": ${3:-true}
+  }]
+}
+JSON
+}
+
+pinner_start() { # NAME PATTERN EXE_GLOB
+        local name=$1 pattern=$2 exe=$3 state
+        pinner_pid=""
+        pinner_log=$bench_tmp/$name.log
+        : >"$pinner_log"
+        case $name in
+        untuned) return 0 ;;
+        floor)
+                nice -n -10 "$build/bench/floor-pinner" "$exe" "$pattern" 1 2>"$pinner_log" &
+                pinner_pid=$!
+                wait_for_line "$pinner_log" listening 10
+                ;;
+        npu-ext4 | npu-tmpfs)
+                if [ "$name" = npu-ext4 ]; then state=$bench_tmp_disk/state; else state=$bench_tmp_shm/state; fi
+                rm -rf "$state" "$bench_tmp/policies"
+                mkdir -m 0700 "$state" && mkdir -m 0755 "$bench_tmp/policies"
+                npu_policy "$pattern" "$exe" "${npu_restore:-true}" >"$bench_tmp/policies/bench.json"
+                nice -n -10 "$build/daemon/npu-tuned" --policy-dir "$bench_tmp/policies" --state-dir "$state" \
+                        ${npu_args:-} >"$pinner_log" 2>&1 &
+                pinner_pid=$!
+                wait_for_line "$pinner_log" "Running:" 20
+                ;;
+        tuned-default | tuned-fork)
+                local profile=npu-tuned-bench-$name f
+                # tuned records the profile it runs as the host's: put the host's back after.
+                for f in active_profile profile_mode post_loaded_profile; do
+                        [ -e "$tuned_profile_dir/$f" ] && cp -p "$tuned_profile_dir/$f" "$bench_tmp/tuned-saved-$f"
+                done
+                mkdir -p "$tuned_profile_dir/$profile"
+                {
+                        echo "[main]"
+                        echo "summary=npu-tuned bench: one scheduler rule, nothing else"
+                        echo "[scheduler]"
+                        [ "$name" = tuned-fork ] && echo "perf_process_fork=true"
+                        echo "group.infer=0:*:*:0x2:${tuned_regex:-$pattern}"
+                } >"$tuned_profile_dir/$profile/tuned.conf"
+                nice -n -10 tuned --no-dbus --profile "$profile" --log="$pinner_log" --pid="$bench_tmp/tuned.pid" \
+                        >>"$pinner_log" 2>&1 &
+                pinner_pid=$!
+                wait_for_line "$pinner_log" "static tuning from profile '$profile' applied" 60
+                ;;
+        *)
+                echo "bench: unknown pinner $name" >&2
+                return 2
+                ;;
+        esac
+}
+
+pinner_stop() {
+        local f
+        [ -n "$pinner_pid" ] || return 0
+        kill "$pinner_pid" 2>/dev/null || true
+        wait "$pinner_pid" 2>/dev/null || true
+        pinner_pid=""
+        if ls -d "$tuned_profile_dir"/npu-tuned-bench-* >/dev/null 2>&1; then
+                rm -rf "$tuned_profile_dir"/npu-tuned-bench-*
+                for f in "$bench_tmp"/tuned-saved-*; do
+                        [ -e "$f" ] && cp -p "$f" "$tuned_profile_dir/${f##*/tuned-saved-}"
+                done
+        fi
+}
+
+# Seconds of CPU (user + system) pid has used, from /proc/PID/stat.
+cpu_seconds() {
+        awk -v hz="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); print ($12 + $13) / hz }' "/proc/$1/stat"
+}

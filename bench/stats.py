@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""Summarise per-run samples of several configurations taken in turns, as a table with
+ratios to a baseline's median.
+
+  stats.py [--unit us|ms] [--scale S] [--baseline NAME] [--lower-is-better] DIR NAME...
+
+DIR/NAME.txt holds one sample per line (a number, or "unplaced" for a run that failed);
+numbers are multiplied by --scale (e.g. 1e-3 for ns -> us). Prints p50/p90/p99/p99.9/max,
+the failed runs, and NAME's median over the baseline's."""
+import argparse
+import os
+
+
+def pct(xs, p):
+    if not xs:
+        return float("nan")
+    i = min(len(xs) - 1, int(p / 100.0 * len(xs)))
+    return xs[i]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--unit", default="us")
+    ap.add_argument("--scale", type=float, default=1.0)
+    ap.add_argument("--baseline")
+    ap.add_argument("--pcts", default="50,90,99,100")
+    ap.add_argument("dir")
+    ap.add_argument("names", nargs="+")
+    a = ap.parse_args()
+    pcts = [float(p) for p in a.pcts.split(",")]
+    rows = {}
+    for name in a.names:
+        vals, failed = [], 0
+        path = os.path.join(a.dir, name + ".txt")
+        if os.path.exists(path):
+            for line in open(path):
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    vals.append(float(line) * a.scale)
+                except ValueError:
+                    failed += 1
+        rows[name] = (sorted(vals), failed)
+    base = rows.get(a.baseline or a.names[0])
+    base_med = pct(base[0], 50) if base else float("nan")
+    head = ["config", "runs"] + [("p%g" % p if p < 100 else "max") + " " + a.unit for p in pcts] + ["failed", "p50 / " + (a.baseline or a.names[0])]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for name in a.names:
+        vals, failed = rows[name]
+        med = pct(vals, 50)
+        ratio = med / base_med if base_med and base_med == base_med and med == med else float("nan")
+        cells = [name, str(len(vals) + failed)] + ["%.0f" % pct(vals, p) if a.unit != "ms" else "%.2f" % pct(vals, p) for p in pcts]
+        cells += ["%d/%d" % (failed, len(vals) + failed), "%.2f" % ratio]
+        print("| " + " | ".join(cells) + " |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""The affinity record is written before the first pin, without fsync, and only when the
+rule restores something.
+
+The real npu-tuned places threads-target by role (as affinity-record-live.py), with the
+state directory on the filesystem the test's temporary directory is on (a disk one here).
+Asserted from the kernel and the state directory:
+  1. the moment this test sees the main thread pinned (polling its Cpus_allowed_list), the
+     record is already there, whole, with the main thread's true original; kill -9 of the
+     daemon right then, and `npu-tuned --restore` gives every thread its original back (so
+     the unsynced record loses nothing when the daemon dies);
+  2. with restore_on_stop: false nothing at all is written to the state directory while the
+     process is placed (polled throughout), and SIGTERM leaves the threads placed;
+  3. an unreadable record last written before this boot (torn by a power loss: records are
+     not fsync'ed) is discarded by --restore; the same one written in this boot is kept
+     for a human to inspect.
+Needs root in the initial namespaces and 2 online CPUs: skips (77) and says which otherwise.
+Usage: affinity-record-order-live.py NPU_TUNED THREADS_TARGET"""
+import copy
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+npu_tuned, target_bin = sys.argv[1], sys.argv[2]
+
+import livetest
+from livetest import affinities, allowed, fail, placing_policy, require_root_and_two_cpus
+
+control_cpu, compute_cpu = require_root_and_two_cpus()
+original = set(os.sched_getaffinity(0))
+policy = placing_policy("affinity-record-order-live: place threads-target by role")
+
+
+def records(state_dir):
+    return sorted(n for n in os.listdir(state_dir) if n.startswith("affinity-"))
+
+
+# 1. Record before the pin: present the instant the pin is visible, and enough after kill -9.
+with tempfile.TemporaryDirectory(dir="/var/tmp") as tmp:
+    run = livetest.Run(npu_tuned, target_bin, policy, tmp)
+    try:
+        run.start_daemon()
+        pid = run.start_target(late=False)
+        deadline = time.monotonic() + 10
+        while allowed(pid, pid) == original:
+            if time.monotonic() > deadline:
+                fail(f"pid {pid} was not pinned within 10 s")
+        seen = records(run.state_dir)
+        run.kill_daemon()
+        if seen != [f"affinity-{pid}.json"]:
+            fail(f"the main thread was pinned before its record existed: state dir held {seen}")
+        with open(os.path.join(run.state_dir, seen[0])) as f:
+            rec = json.load(f)
+        main = [t for t in rec["threads"] if t["tid"] == pid]
+        want = ",".join(str(c) for c in sorted(original))
+        if len(original) == 2:
+            want = f"{min(original)}-{max(original)}"
+        if not main or main[0]["original"] != want:
+            fail(f"the record does not hold the main thread's original {want}: {rec}")
+        print(f"ok: the main thread was pinned only after {seen[0]} held its original")
+        time.sleep(0.2)
+        if allowed(pid, pid) == original:
+            fail("the main thread lost its pin after kill -9 (was the daemon killed?)")
+        run.restore()
+        for tid, (comm, a) in affinities(pid).items():
+            if a != original:
+                fail(f"after kill -9 at the first pin and --restore, thread {tid} ({comm}) has {sorted(a)}")
+        print("ok: kill -9 at the first pin, then --restore: every thread back on its original")
+    finally:
+        run.close()
+
+# 2. restore_on_stop: false writes nothing.
+keep = copy.deepcopy(policy)
+keep["processes"][0]["restore_on_stop"] = False
+with tempfile.TemporaryDirectory(dir="/var/tmp") as tmp:
+    run = livetest.Run(npu_tuned, target_bin, keep, tmp)
+    try:
+        run.start_daemon()
+        pid = run.start_target(late=True)
+        deadline = time.monotonic() + 2
+        while time.monotonic() < deadline:  # through the first burst and the late thread
+            if os.listdir(run.state_dir) and records(run.state_dir):
+                fail(f"a rule that restores nothing had {records(run.state_dir)} written")
+            time.sleep(0.001)
+        placed = livetest.wait_placed(pid, 6, control_cpu, compute_cpu)
+        run.stop_daemon()
+        if affinities(pid) != placed or records(run.state_dir):
+            fail(f"restore_on_stop: false: after SIGTERM {affinities(pid)}, records {records(run.state_dir)}")
+        print("ok: restore_on_stop: false: no record written, the placement kept after SIGTERM")
+    finally:
+        run.close()
+
+# 3. A torn record: discarded when it predates this boot, kept when it does not.
+with tempfile.TemporaryDirectory(dir="/var/tmp") as tmp:
+    state = os.path.join(tmp, "state")
+    os.mkdir(state, 0o700)
+    path = os.path.join(state, "affinity-4000000.json")
+    with open(path, "w") as f:
+        f.write('{"version":1,"boot_id":"')  # cut short
+    r = subprocess.run([npu_tuned, "--restore", "--state-dir", state], capture_output=True, text=True)
+    if not os.path.exists(path):
+        fail(f"a torn record written in this boot was removed: {r.stdout}{r.stderr}")
+    os.utime(path, (0, 0))  # last written in 1970: before this boot
+    r = subprocess.run([npu_tuned, "--restore", "--state-dir", state], capture_output=True, text=True)
+    if os.path.exists(path) or r.returncode != 0:
+        fail(f"a torn record from an earlier boot was not discarded (rc {r.returncode}): {r.stdout}{r.stderr}")
+    print("ok: a torn record from an earlier boot is discarded, one from this boot kept")
+print("affinity-record-order-live: all passed")
