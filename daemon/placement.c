@@ -11,6 +11,7 @@
 #include "npu-tuned/memmove.h"
 #include "npu-tuned/numa-maps.h"
 #include "placement.h"
+#include "reaction-time.h"
 
 /* Memory is moved in steps of this period, rate_mib_s * period each. */
 #define MIGRATE_STEP_USEC (100 * 1000ULL)
@@ -32,6 +33,8 @@ struct Placement {
         bool record_error_logged;
         struct Bus *bus;        /* events: D-Bus signals; may be NULL */
         placement_stats stats;
+        uint64_t last_set_ns;   /* CLOCK_MONOTONIC of the last sched_setaffinity */
+        reaction_stats reactions;
 };
 
 /* Per managed process: managed_process.userdata. */
@@ -222,11 +225,42 @@ static int recording_get(void *userdata, pid_t tid, tune_cpuset *ret) {
         return tune_affinity_backend_kernel.get(tune_affinity_backend_kernel.userdata, tid, ret);
 }
 
+static uint64_t now_ns(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
+}
+
 static int recording_set(void *userdata, pid_t tid, const tune_cpuset *cpus) {
-        int r = record_before_set(userdata, tid, cpus);
+        placed_process *pp = userdata;
+        int r = record_before_set(pp, tid, cpus);
         if (r < 0)
                 return r;
-        return tune_affinity_backend_kernel.set(tune_affinity_backend_kernel.userdata, tid, cpus);
+        r = tune_affinity_backend_kernel.set(tune_affinity_backend_kernel.userdata, tid, cpus);
+        if (r >= 0)
+                pp->owner->last_set_ns = now_ns();
+        return r;
+}
+
+/* ---- reaction times: the event's kernel timestamp to the last set made for it ---- */
+
+/* Call before handling an event; pass what it returns to reaction_end(). */
+static uint64_t reaction_begin(const Placement *p) {
+        return p->last_set_ns;
+}
+
+static void reaction_end(Placement *p, reaction_kind kind, pid_t pid, uint64_t set_before) {
+        uint64_t ts = p->watcher ? watcher_event_timestamp_ns(p->watcher) : 0;
+
+        if (ts == 0 || p->last_set_ns == set_before || p->last_set_ns < ts)
+                return; /* not from an event (a scan), or nothing was set */
+        reaction_stats_add(&p->reactions, kind, p->last_set_ns - ts);
+        log_debug("pid %d: %s placed %llu us after the kernel's event.", pid, reaction_kind_to_string(kind),
+                  (unsigned long long) (p->last_set_ns - ts) / 1000);
+}
+
+const reaction_stats *placement_get_reactions(const Placement *p) {
+        return &p->reactions;
 }
 
 static void record_remove(Placement *p, placed_process *pp) {
@@ -465,7 +499,9 @@ static void on_process_matched(Watcher *w, managed_process *mp, void *userdata) 
         pp->originals.start_time = mp->start_time;
         pp->backend = (tune_affinity_backend){ .get = recording_get, .set = recording_set, .userdata = pp };
         mp->userdata = pp;
+        uint64_t before = reaction_begin(p);
         place(p, mp);
+        reaction_end(p, REACTION_EXEC, mp->pid, before);
 }
 
 static void on_process_changed(Watcher *w, managed_process *mp, unsigned changes, void *userdata) {
@@ -483,7 +519,10 @@ static void on_process_changed(Watcher *w, managed_process *mp, unsigned changes
                 pp->memory_timer = sd_event_source_disable_unref(pp->memory_timer);
                 pp->memmove = tune_memmove_free(pp->memmove);
         }
+        uint64_t before = reaction_begin(p);
         place(p, mp);
+        if (changes & WATCHER_CHANGE_EXEC)
+                reaction_end(p, REACTION_EXEC, mp->pid, before);
 }
 
 static void apply_one_thread(Placement *p, managed_process *mp, managed_thread *t) {
@@ -504,12 +543,16 @@ static void apply_one_thread(Placement *p, managed_process *mp, managed_thread *
 }
 
 static void on_thread_new(Watcher *w, managed_process *mp, managed_thread *t, void *userdata) {
+        uint64_t before = reaction_begin(userdata);
         apply_one_thread(userdata, mp, t);
+        reaction_end(userdata, REACTION_THREAD, mp->pid, before);
 }
 
 static void on_thread_renamed(Watcher *w, managed_process *mp, managed_thread *t, const char *old_comm, void *userdata) {
         /* A rename can change the thread's role (acl_thread, a worker taking its title). */
+        uint64_t before = reaction_begin(userdata);
         apply_one_thread(userdata, mp, t);
+        reaction_end(userdata, REACTION_RENAME, mp->pid, before);
 }
 
 static void on_thread_exit(Watcher *w, managed_process *mp, managed_thread *t, void *userdata) {
@@ -638,8 +681,12 @@ void placement_attach_watcher(Placement *p, Watcher *w) {
 }
 
 Placement *placement_free(Placement *p) {
+        _cleanup_free_ char *reactions = NULL;
+
         if (!p)
                 return NULL;
+        if (reaction_stats_format(&p->reactions, &reactions) >= 0)
+                log_debug("Reaction times (kernel event to the last CPU affinity set): %s.", reactions);
         tune_placer_free(p->placer);
         free(p->boot_id);
         free(p);

@@ -60,3 +60,7 @@ int placement_set_process(tune_placer *placer, const tune_ctx *ctx, const tune_a
 
 /* Key of a managed process: pid and start time together, so a reused pid is another key. */
 uint64_t placement_key(pid_t pid, uint64_t start_time);
+
+/* The daemon's reaction times so far (kernel event to the last CPU affinity set for it,
+ * per kind): for the D-Bus Stats property. Valid as long as p. */
+const struct reaction_stats *placement_get_reactions(const Placement *p);

@@ -282,3 +282,7 @@ int watcher_release_pid(Watcher *w, pid_t pid) {
         e->released = true;
         return 0;
 }
+
+uint64_t watcher_event_timestamp_ns(const Watcher *w) {
+        return w->stats.event_timestamp_ns;
+}

@@ -130,3 +130,6 @@ void watcher_rescan(Watcher *w);
 /* Stop managing pid: on_process_exit(WATCHER_EXIT_RELEASED), and leave it alone until it
  * execs again (a rename or a rescan does not match it again). -ESRCH: not managed. */
 int watcher_release_pid(Watcher *w, pid_t pid);
+/* The kernel's CLOCK_MONOTONIC timestamp of the event being handled now, in ns; 0 outside
+ * an event (a scan, a timer). For the consumer's reaction times. */
+uint64_t watcher_event_timestamp_ns(const Watcher *w);

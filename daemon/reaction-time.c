@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Reaction-time histograms (see reaction-time.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reaction-time.h"
+
+static const char *const kind_names[_REACTION_KIND_MAX] = {
+        [REACTION_EXEC] = "exec",
+        [REACTION_THREAD] = "thread",
+        [REACTION_RENAME] = "rename",
+};
+
+const char *reaction_kind_to_string(reaction_kind k) {
+        return k >= 0 && k < _REACTION_KIND_MAX ? kind_names[k] : NULL;
+}
+
+unsigned reaction_bucket_of(uint64_t ns) {
+        unsigned bits = ns == 0 ? 0 : 64u - (unsigned) __builtin_clzll(ns);
+        return bits < REACTION_BUCKETS ? bits : REACTION_BUCKETS - 1;
+}
+
+uint64_t reaction_bucket_limit(unsigned i) {
+        if (i >= REACTION_BUCKETS - 1)
+                return UINT64_MAX;
+        return UINT64_C(1) << i;
+}
+
+void reaction_stats_add(reaction_stats *s, reaction_kind k, uint64_t ns) {
+        reaction_hist *h;
+
+        if (k < 0 || k >= _REACTION_KIND_MAX)
+                return;
+        h = &s->kinds[k];
+        h->buckets[reaction_bucket_of(ns)]++;
+        h->count++;
+        h->sum_ns += ns;
+        if (ns > h->max_ns)
+                h->max_ns = ns;
+}
+
+uint64_t reaction_hist_quantile(const reaction_hist *h, double q) {
+        uint64_t seen = 0, need;
+
+        if (h->count == 0)
+                return 0;
+        if (q < 0)
+                q = 0;
+        if (q > 1)
+                q = 1;
+        need = (uint64_t) ((double) h->count * q + 0.999999);
+        if (need == 0)
+                need = 1;
+        for (unsigned i = 0; i < REACTION_BUCKETS; i++) {
+                seen += h->buckets[i];
+                if (seen >= need) {
+                        uint64_t limit = reaction_bucket_limit(i);
+                        return limit < h->max_ns ? limit : h->max_ns;
+                }
+        }
+        return h->max_ns;
+}
+
+int reaction_stats_format(const reaction_stats *s, char **ret) {
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&buf, &size);
+
+        if (!f)
+                return -ENOMEM;
+        for (int k = 0; k < _REACTION_KIND_MAX; k++) {
+                const reaction_hist *h = &s->kinds[k];
+                fprintf(f, "%s%s n=%llu", k ? "; " : "", kind_names[k], (unsigned long long) h->count);
+                if (h->count)
+                        fprintf(f, " p50<=%lluus p99<=%lluus max=%lluus",
+                                (unsigned long long) (reaction_hist_quantile(h, 0.5) + 999) / 1000,
+                                (unsigned long long) (reaction_hist_quantile(h, 0.99) + 999) / 1000,
+                                (unsigned long long) (h->max_ns + 999) / 1000);
+        }
+        if (fclose(f) != 0 || !buf) {
+                free(buf);
+                return -ENOMEM;
+        }
+        *ret = buf;
+        return 0;
+}

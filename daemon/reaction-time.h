@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#pragma once
+
+/* The daemon's own reaction time: from the kernel's timestamp of a process event (the
+ * proc connector's, CLOCK_MONOTONIC) to the last sched_setaffinity npu-tuned made for it,
+ * per kind of event, as log2 histograms. Pure: the placement code feeds it, the debug log
+ * and the D-Bus Stats property read it. */
+
+#include <stdint.h>
+
+typedef enum reaction_kind {
+        REACTION_EXEC,   /* a matched exec: every thread of the process placed */
+        REACTION_THREAD, /* a new thread of a managed process */
+        REACTION_RENAME, /* a thread renamed itself into another role */
+        _REACTION_KIND_MAX,
+} reaction_kind;
+
+/* Bucket 0 holds 0 ns; bucket i > 0 holds [2^(i-1), 2^i) ns; the last one everything
+ * from 2^(REACTION_BUCKETS-2) ns (about 4.6 min) up. */
+#define REACTION_BUCKETS 40
+
+typedef struct reaction_hist {
+        uint64_t buckets[REACTION_BUCKETS];
+        uint64_t count;
+        uint64_t sum_ns;
+        uint64_t max_ns;
+} reaction_hist;
+
+typedef struct reaction_stats {
+        reaction_hist kinds[_REACTION_KIND_MAX];
+} reaction_stats;
+
+const char *reaction_kind_to_string(reaction_kind k);
+unsigned reaction_bucket_of(uint64_t ns);
+/* The upper bound (exclusive) of bucket i, in ns; UINT64_MAX for the last. */
+uint64_t reaction_bucket_limit(unsigned i);
+/* One reaction of kind k that took ns (event timestamp to the last set). */
+void reaction_stats_add(reaction_stats *s, reaction_kind k, uint64_t ns);
+/* The smallest bucket limit at or under which a fraction q (0..1) of the samples lie, but
+ * never more than the largest sample: an upper bound on the q-quantile, at most 2x it. 0
+ * without samples. */
+uint64_t reaction_hist_quantile(const reaction_hist *h, double q);
+/* "exec n=12 p50<=131us p99<=262us max=201us; thread ...; rename ..." (kinds without
+ * samples say n=0). Returns 0 or -ENOMEM; free *ret. */
+int reaction_stats_format(const reaction_stats *s, char **ret);
