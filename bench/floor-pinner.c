@@ -56,7 +56,7 @@ static int slot_of(pid_t pid) {
         return -1;
 }
 
-static int matches(pid_t pid) {
+__attribute__((noinline)) static int matches(pid_t pid) {
         char path[64], buf[4096];
         ssize_t n;
         FILE *f;
@@ -100,7 +100,7 @@ static void pin_all_threads(pid_t pid) {
         closedir(d);
 }
 
-static void handle(const struct proc_event *ev) {
+__attribute__((noinline)) static void handle(const struct proc_event *ev) {
         int slot;
 
         switch (ev->what) {

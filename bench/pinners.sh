@@ -15,7 +15,8 @@
 # Every pinner runs at nice -10 (the unit's), so all compete alike with the rest of the
 # host. Needs: $build (the build dir), $bench_tmp (scratch, any fs), $bench_tmp_disk and
 # $bench_tmp_shm (scratch dirs on a disk filesystem and on tmpfs); $npu_policy_extra is
-# JSON spliced into the npu-tuned rule (e.g. its "threads").
+# JSON spliced into the npu-tuned rule (e.g. its "threads"); $pinner_wrap (e.g. valgrind
+# and its options) goes before the floor's and npu-tuned's command.
 pinner_pid=""
 tuned_profile_dir=/etc/tuned
 
@@ -59,7 +60,7 @@ pinner_start() { # NAME PATTERN EXE_GLOB
         case $name in
         untuned) return 0 ;;
         floor)
-                nice -n -10 "$build/bench/floor-pinner" "$exe" "$pattern" 1 2>"$pinner_log" &
+                nice -n -10 ${pinner_wrap:-} "$build/bench/floor-pinner" "$exe" "$pattern" 1 2>"$pinner_log" &
                 pinner_pid=$!
                 wait_for_line "$pinner_log" listening 10
                 ;;
@@ -68,10 +69,10 @@ pinner_start() { # NAME PATTERN EXE_GLOB
                 rm -rf "$state" "$bench_tmp/policies"
                 mkdir -m 0700 "$state" && mkdir -m 0755 "$bench_tmp/policies"
                 npu_policy "$pattern" "$exe" "${npu_restore:-true}" >"$bench_tmp/policies/bench.json"
-                nice -n -10 "$build/daemon/npu-tuned" --policy-dir "$bench_tmp/policies" --state-dir "$state" \
+                nice -n -10 ${pinner_wrap:-} "$build/daemon/npu-tuned" --policy-dir "$bench_tmp/policies" --state-dir "$state" \
                         ${npu_args:-} >"$pinner_log" 2>&1 &
                 pinner_pid=$!
-                wait_for_line "$pinner_log" "Running:" 20
+                wait_for_line "$pinner_log" "Running:" 60
                 ;;
         tuned-default | tuned-fork)
                 local profile=npu-tuned-bench-$name f

@@ -10,11 +10,21 @@
 
 static void handle_exec(Watcher *w, pid_t pid) {
         Entry *e = registry_get(w->registry, pid);
+        tune_proc_facts f;
         tune_proc_stat st;
+        bool retitle = false;
 
-        if (!e && !watcher_have_rules(w))
+        if (!watcher_have_rules(w))
+                return; /* (an entry with no rules left does not outlive watcher_reload()) */
+        /* The rules' own criteria first, cheapest fact first, before anything else is read:
+         * almost every exec on a host fails here on its executable, with one readlink. */
+        tune_proc_facts_init(&f, w->ctx, pid, NULL);
+        if (!e && !tune_policy_match(w->policy, &f, &retitle) && !retitle) {
+                tune_proc_facts_done(&f);
                 return;
+        }
         if (tune_proc_read_stat(w->ctx, pid, &st) < 0) {
+                tune_proc_facts_done(&f);
                 if (e)
                         entry_release(e, WATCHER_EXIT_EXITED);
                 return;
@@ -23,7 +33,8 @@ static void handle_exec(Watcher *w, pid_t pid) {
                 entry_release(e, WATCHER_EXIT_PID_REUSED);
                 e = NULL;
         }
-        watcher_evaluate(w, e, &st, NULL, EVAL_EXEC);
+        /* comm was read from /proc/PID/comm if a rule asked for it; otherwise stat's. */
+        watcher_evaluate_facts(w, e, &st, &f, EVAL_EXEC);
 }
 
 static void handle_fork(Watcher *w, pid_t parent_tgid, pid_t child_pid, pid_t child_tgid) {

@@ -118,6 +118,7 @@ int entry_threads_sync(Entry *e, bool emit);
 /* Matching, environment, attribution: a process against the rules, and what changed on re-evaluation (watcher-match.c). */
 void entry_device_check_schedule(Entry *e, uint64_t now);
 void watcher_evaluate(Watcher *w, Entry *e, const tune_proc_stat *st, const char *comm, eval_why why);
+void watcher_evaluate_facts(Watcher *w, Entry *e, const tune_proc_stat *st, tune_proc_facts *facts, eval_why why);
 void entry_device_check(Entry *e);
 
 /* Event dispatch: what each proc connector event means for the processes the watcher knows (watcher-events.c). */

@@ -162,23 +162,27 @@ static int entry_manage(Entry *e) {
         return 0;
 }
 
-/* Match pid (whose stat was just read) and act on the result. e: its entry, if any
- * (candidate or managed, same start time). */
-void watcher_evaluate(Watcher *w, Entry *e, const tune_proc_stat *st, const char *comm, eval_why why) {
-        tune_proc_facts f;
+/* watcher_evaluate() with the facts of st->pid already (partly) loaded, as an exec's
+ * first look left them; takes *facts over. */
+void watcher_evaluate_facts(Watcher *w, Entry *e, const tune_proc_stat *st, tune_proc_facts *facts, eval_why why) {
+        tune_proc_facts f = *facts;
         const tune_policy_rule *rule;
         watcher_match_action action;
         bool retitle = false;
         int rank;
 
-        if (!watcher_have_rules(w))
-                return;
+        *facts = (tune_proc_facts){};
         if (e && e->released) {
-                if (why != EVAL_EXEC)
+                if (why != EVAL_EXEC) {
+                        tune_proc_facts_done(&f);
                         return;
+                }
                 e->released = false; /* another program now: the policy decides again */
         }
-        tune_proc_facts_init(&f, w->ctx, st->pid, comm ? comm : st->comm);
+        if (!(f.loaded & TUNE_FACT_COMM)) {
+                memcpy(f.comm, st->comm, sizeof f.comm);
+                f.loaded |= TUNE_FACT_COMM;
+        }
         rule = tune_policy_match(w->policy, &f, &retitle);
         action = watcher_match_decide(rule != NULL, retitle, e != NULL, e && e->matched);
         if (action == WATCHER_MATCH_IGNORE) {
@@ -274,4 +278,15 @@ void entry_device_check(Entry *e) {
                         e->w->ops.on_process_changed(e->w, &e->p, WATCHER_CHANGE_ACCELS, e->w->userdata);
         } else
                 tune_attribution_done(&a);
+}
+
+/* Match pid (whose stat was just read) and act on the result. e: its entry, if any
+ * (candidate or managed, same start time). */
+void watcher_evaluate(Watcher *w, Entry *e, const tune_proc_stat *st, const char *comm, eval_why why) {
+        tune_proc_facts f;
+
+        if (!watcher_have_rules(w))
+                return;
+        tune_proc_facts_init(&f, w->ctx, st->pid, comm ? comm : st->comm);
+        watcher_evaluate_facts(w, e, st, &f, why);
 }

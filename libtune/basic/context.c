@@ -257,6 +257,16 @@ int tune_readlink(const tune_ctx *ctx, const char *path, char **ret) {
         const char *base;
         ssize_t n;
 
+        /* The live root resolves like plain openat (tune_open()): one syscall, which an
+         * exec event's /proc/PID/exe read makes for every process started on the host. */
+        if (ctx->live) {
+                n = readlinkat(ctx->root_fd, relative(path), buf, sizeof buf - 1);
+                if (n < 0)
+                        return negative_errno();
+                buf[n] = 0;
+                *ret = strdup(buf);
+                return *ret ? 0 : -ENOMEM;
+        }
         /* Resolve the directory part through the resolver; read the last component's link. */
         dir = strdup(relative(path));
         if (!dir)

@@ -15,12 +15,46 @@
 #include "npu-tuned/parse.h"
 #include "npu-tuned/proc.h"
 
+static char *put(char *p, const char *end, const char *s) {
+        while (p && *s) {
+                if (p >= end)
+                        return NULL;
+                *p++ = *s++;
+        }
+        return p;
+}
+
+static char *put_id(char *p, const char *end, pid_t v) {
+        char digits[16];
+        unsigned n = 0;
+
+        do
+                digits[n++] = (char) ('0' + v % 10);
+        while ((v /= 10) > 0);
+        while (p && n > 0) {
+                if (p >= end)
+                        return NULL;
+                *p++ = digits[--n];
+        }
+        return p;
+}
+
+/* "/proc/PID[/task/TID]/FILE", built by hand: every process event reads a path or two,
+ * and printf costs more than the rest of an unmatched exec's own work. */
 static int pid_path(char *buf, size_t size, pid_t pid, pid_t tid, const char *file) {
-        if (pid <= 0 || tid < 0)
+        const char *end = buf + size - 1;
+        char *p;
+
+        if (pid <= 0 || tid < 0 || size == 0)
                 return -EINVAL;
+        p = put_id(put(buf, end, "/proc/"), end, pid);
         if (tid > 0)
-                return tune_path(buf, size, "/proc/%d/task/%d/%s", (int) pid, (int) tid, file);
-        return tune_path(buf, size, "/proc/%d/%s", (int) pid, file);
+                p = put_id(put(p, end, "/task/"), end, tid);
+        p = put(put(p, end, "/"), end, file);
+        if (!p)
+                return -ENAMETOOLONG;
+        *p = 0;
+        return 0;
 }
 
 int tune_proc_read_stat(const tune_ctx *ctx, pid_t pid, tune_proc_stat *ret) {

@@ -58,8 +58,14 @@ static bool has_criteria(const tune_policy_rule *r, bool *ret_stable, bool *ret_
         return stable || vol;
 }
 
-/* 1: holds, 0: fails. Criteria that survive a retitle first when stable_first. */
+/* 1: holds, 0: fails. The criteria that survive a retitle, cheapest fact first: the
+ * executable is one readlink and fails for almost every process on the host; the user
+ * and the cgroup are a /proc file each to read and parse. */
 static int check_stable(const tune_policy_rule *r, tune_proc_facts *f) {
+        if (r->match_exe) {
+                if (!tune_proc_facts_get(f, TUNE_FACT_EXE) || fnmatch(r->match_exe, f->exe, 0) != 0)
+                        return 0;
+        }
         if (r->n_match_uids > 0) {
                 bool ok = false;
                 if (!tune_proc_facts_get(f, TUNE_FACT_UID))
@@ -67,10 +73,6 @@ static int check_stable(const tune_policy_rule *r, tune_proc_facts *f) {
                 for (unsigned i = 0; i < r->n_match_uids && !ok; i++)
                         ok = r->match_uids[i] == f->uid;
                 if (!ok)
-                        return 0;
-        }
-        if (r->match_exe) {
-                if (!tune_proc_facts_get(f, TUNE_FACT_EXE) || fnmatch(r->match_exe, f->exe, 0) != 0)
                         return 0;
         }
         if (r->match_cgroup) {

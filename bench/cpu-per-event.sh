@@ -1,0 +1,68 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# CPU per event, as instructions (callgrind: stable on a loaded host), the floor pinner
+# against npu-tuned, as root:
+#   bench/cpu-per-event.sh [--build DIR] [--execs N] [--matched M]
+# Each pinner runs under callgrind, collecting only inside its event handler (npu-tuned:
+# the watcher's on_event; the floor: handle), while this script runs N unmatched execs
+# (/bin/true from a shell loop: a fork, an exec and an exit each) and then M matched
+# processes of 5 threads (bench/placement-latency). Prints instructions per exec event
+# (the matching decision), per event of any kind, and per matched process (everything the
+# handler did for it, with its threads' events), and npu-tuned's over the floor's. The
+# host's own processes add events to both runs alike; system calls are not in these
+# counts (the matched path's are listed by strace in bench/RESULTS.md).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+build=build execs=1000 matched=20
+while [ $# -gt 0 ]; do
+        case $1 in
+        --build) build=$2; shift 2 ;;
+        --execs) execs=$2; shift 2 ;;
+        --matched) matched=$2; shift 2 ;;
+        *) echo "usage: $0 [--build DIR] [--execs N] [--matched M]" >&2; exit 2 ;;
+        esac
+done
+command -v valgrind >/dev/null || { echo "needs valgrind (tools/install-deps.sh --bench)"; exit 77; }
+bench_tmp=$(mktemp -d /var/tmp/npu-bench.XXXXXX)
+bench_tmp_disk=$bench_tmp
+bench_tmp_shm=$(mktemp -d /dev/shm/npu-bench.XXXXXX)
+# shellcheck source=bench/pinners.sh
+. "$here/pinners.sh"
+trap 'pinner_stop; rm -rf "$bench_tmp" "$bench_tmp_shm"' EXIT
+
+measure() { # PINNER HANDLER EXEC_FN PHASE
+        local out=$bench_tmp/$1-$4.cg
+        pinner_wrap="valgrind --tool=callgrind --collect-atstart=no --toggle-collect=$2 --callgrind-out-file=$out"
+        pinner_start "$1" "placement-latency --child" "*/placement-latency"
+        sleep 1
+        if [ "$4" = unmatched ]; then
+                for _ in $(seq "$execs"); do /bin/true; done
+        else
+                "$build/bench/placement-latency" "$matched" 4 >/dev/null || true
+        fi
+        sleep 2
+        pinner_stop
+        python3 "$here/callgrind-calls.py" "$out" "$2" "$3"
+}
+
+declare -A ir
+for phase in unmatched matched; do
+        for pinner in floor npu-tmpfs; do
+                if [ "$pinner" = floor ]; then handler=handle; else handler=on_event; fi
+                read -r _ calls total _ < <(measure "$pinner" "$handler" "$handler" "$phase" | head -1)
+                ir[$pinner-$phase]=${total#ir=}
+                ir[$pinner-$phase-calls]=${calls#calls=}
+        done
+done
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
+div() { awk -v a="$1" -v b="$2" -v m="${3:-1}" 'BEGIN { printf "%.0f", (b > 0 ? a * m / b : 0) }'; }
+f_u=$(div "${ir[floor-unmatched]}" "$execs" 1000) n_u=$(div "${ir[npu-tmpfs-unmatched]}" "$execs" 1000)
+f_e=$(div "${ir[floor-unmatched]}" "${ir[floor-unmatched-calls]}") n_e=$(div "${ir[npu-tmpfs-unmatched]}" "${ir[npu-tmpfs-unmatched-calls]}")
+f_m=$(div "${ir[floor-matched]}" "$matched") n_m=$(div "${ir[npu-tmpfs-matched]}" "$matched")
+echo "instructions in the event handler (callgrind Ir): $execs unmatched execs, then $matched matched processes of 5 threads"
+echo "| | floor | npu-tuned | npu-tuned / floor |"
+echo "|---|---|---|---|"
+echo "| per 1000 unmatched execs (fork + exec + exit each) | $f_u | $n_u | $(ratio "$n_u" "$f_u") |"
+echo "| per event, any kind (unmatched phase) | $f_e | $n_e | $(ratio "$n_e" "$f_e") |"
+echo "| per matched process, with its threads' events | $f_m | $n_m | $(ratio "$n_m" "$f_m") |"
+echo "(events handled: floor ${ir[floor-unmatched-calls]} and ${ir[floor-matched-calls]}, npu-tuned ${ir[npu-tmpfs-unmatched-calls]} and ${ir[npu-tmpfs-matched-calls]} in the two phases; the host's other processes add some to each)"
