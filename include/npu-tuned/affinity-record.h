@@ -6,11 +6,10 @@
  * so that `npu-tuned --restore` (after SIGKILL) and the next start can give them back.
  *
  * One file per process, STATE_DIR/affinity-PID.json, written whole and atomically (temp
- * file + rename, tune_state_file_write_unsynced(), include/npu-tuned/state-file.h) but
- * not fsync'ed: the record must
- * outlive the daemon (SIGKILL, a crash of npu-tuned), and a write() that returned already
- * has: the data is in the kernel's page cache, not in the process, and the rename is
- * visible to every later open. fsync would only add surviving the kernel's own death, and
+ * file + rename, tune_state_file_write_unsynced() in state-file.h) but not fsync'ed: the
+ * record must outlive the daemon (SIGKILL, a crash of npu-tuned), and a write() that
+ * returned already has: the data is in the kernel's page cache, not in the process, and
+ * the rename is visible to every later open. fsync would only add surviving the kernel's own death, and
  * after a reboot no thread the record describes exists (records carry the boot id and
  * are discarded on the next boot). So the record costs no disk flush before the first
  * pin, on tmpfs (the default, /run) and on a disk filesystem alike:
