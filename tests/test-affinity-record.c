@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <json.h>
 
 #include "npu-tuned/affinity-record.h"
 
@@ -50,6 +51,35 @@ static void test_roundtrip(void **state) {
         }
         assert_int_equal(tune_affinity_record_format(&back, &again), 0);
         assert_string_equal(text, again);
+}
+
+/* The hand-made text is what json-c itself writes for the same object. */
+static void test_layout_is_json_c_plain(void **state) {
+        _cleanup_(tune_affinity_record_done) tune_affinity_record rec = {};
+        _cleanup_free_ char *text = NULL, *boot = strdup("a\"b\\c\n\x01-Z");
+        json_object *o;
+
+        make(&rec);
+        free(rec.boot_id);
+        rec.boot_id = TAKE_PTR(boot);
+        add_entry(&rec.originals, 1300, "0-3,8,10-11", "");
+        assert_int_equal(tune_affinity_record_format(&rec, &text), 0);
+        o = json_tokener_parse(text);
+        assert_non_null(o);
+        assert_string_equal(json_object_get_string(json_object_object_get(o, "boot_id")), "a\"b\\c\n\x01-Z");
+        json_object_put(o);
+        /* A plain boot id: byte for byte what json-c writes. */
+        free(text);
+        text = NULL;
+        free(rec.boot_id);
+        rec.boot_id = strdup("f0c62e8c-0e62-4b75-a031-2163bfff8c37");
+        assert_int_equal(tune_affinity_record_format(&rec, &text), 0);
+        o = json_tokener_parse(text);
+        assert_non_null(o);
+        const char *plain = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+        assert_int_equal(strlen(text), strlen(plain) + 1);
+        assert_memory_equal(text, plain, strlen(plain));
+        json_object_put(o);
 }
 
 static void test_every_truncation_refused(void **state) {
@@ -152,6 +182,7 @@ static void test_file(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_roundtrip),
+                cmocka_unit_test(test_layout_is_json_c_plain),
                 cmocka_unit_test(test_every_truncation_refused),
                 cmocka_unit_test(test_bad_contents),
                 cmocka_unit_test(test_name),

@@ -44,73 +44,115 @@ int tune_affinity_originals_copy(tune_affinity_originals *dst, const tune_affini
         return 0;
 }
 
-static int add_set(json_object *o, const char *key, const tune_cpuset *s) {
-        _cleanup_free_ char *text = NULL;
-        json_object *v;
-        int r;
+/* The record is written before the first pin of every placed process: formatted by hand
+ * into one buffer (a json-c tree and its serialiser cost ten times as much), in exactly
+ * the layout json-c writes with JSON_C_TO_STRING_PLAIN, and parsed back with json-c. */
+typedef struct record_text {
+        char *buf;
+        size_t len, cap;
+        bool oom;
+} record_text;
 
-        r = tune_cpuset_format_list(s, &text);
-        if (r < 0)
-                return r;
-        v = json_object_new_string(text);
-        if (!v || json_object_object_add(o, key, v) < 0) {
-                json_object_put(v);
-                return -ENOMEM;
+static void put(record_text *t, const char *s, size_t n) {
+        if (t->oom)
+                return;
+        if (t->len + n + 1 > t->cap) {
+                size_t cap = (t->len + n + 1) * 2;
+                char *nb = realloc(t->buf, cap);
+                if (!nb) {
+                        t->oom = true;
+                        return;
+                }
+                t->buf = nb;
+                t->cap = cap;
         }
-        return 0;
+        memcpy(t->buf + t->len, s, n);
+        t->len += n;
+        t->buf[t->len] = 0;
 }
 
-static int add(json_object *o, const char *key, json_object *v) {
-        if (!v || json_object_object_add(o, key, v) < 0) {
-                json_object_put(v);
-                return -ENOMEM;
+static void put_str(record_text *t, const char *s) {
+        put(t, s, strlen(s));
+}
+
+static void put_u64(record_text *t, uint64_t v) {
+        char d[24];
+        unsigned n = sizeof d;
+
+        do
+                d[--n] = (char) ('0' + v % 10);
+        while ((v /= 10) > 0);
+        put(t, d + n, sizeof d - n);
+}
+
+/* A JSON string; anything but letters, digits and '-' (a boot id has no other) escaped. */
+static void put_quoted(record_text *t, const char *s) {
+        put(t, "\"", 1);
+        for (; *s; s++) {
+                unsigned char c = (unsigned char) *s;
+                if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-')
+                        put(t, s, 1);
+                else {
+                        char esc[8];
+                        snprintf(esc, sizeof esc, "\\u%04x", c);
+                        put(t, esc, 6);
+                }
         }
-        return 0;
+        put(t, "\"", 1);
+}
+
+static void put_set(record_text *t, const tune_cpuset *set) {
+        bool first = true;
+
+        put(t, "\"", 1);
+        for (int cpu = tune_cpuset_next(set, 0); cpu >= 0;) {
+                int last = cpu;
+                while (tune_cpuset_has(set, (unsigned) last + 1))
+                        last++;
+                if (!first)
+                        put(t, ",", 1);
+                put_u64(t, (uint64_t) cpu);
+                if (last > cpu) {
+                        put(t, "-", 1);
+                        put_u64(t, (uint64_t) last);
+                }
+                first = false;
+                cpu = tune_cpuset_next(set, (unsigned) last + 1);
+        }
+        put(t, "\"", 1);
 }
 
 int tune_affinity_record_format(const tune_affinity_record *rec, char **ret) {
-        json_object *o = json_object_new_object(), *threads = NULL;
-        const char *text;
-        int r;
+        record_text t = {};
 
-        if (!o)
-                return -ENOMEM;
-        r = add(o, "version", json_object_new_int(TUNE_AFFINITY_RECORD_VERSION));
-        if (r >= 0)
-                r = add(o, "boot_id", json_object_new_string(rec->boot_id ? rec->boot_id : ""));
-        if (r >= 0)
-                r = add(o, "pid", json_object_new_int(rec->originals.pid));
-        if (r >= 0)
-                r = add(o, "start_time", json_object_new_uint64(rec->originals.start_time));
-        if (r >= 0)
-                r = add(o, "restore_on_stop", json_object_new_boolean(rec->restore_on_stop));
-        if (r >= 0) {
-                threads = json_object_new_array();
-                r = add(o, "threads", threads);
-        }
-        for (unsigned i = 0; r >= 0 && i < rec->originals.n; i++) {
+        if (rec->originals.pid < 0)
+                return -EINVAL;
+        put_str(&t, "{\"version\":");
+        put_u64(&t, TUNE_AFFINITY_RECORD_VERSION);
+        put_str(&t, ",\"boot_id\":");
+        put_quoted(&t, rec->boot_id ? rec->boot_id : "");
+        put_str(&t, ",\"pid\":");
+        put_u64(&t, (uint64_t) rec->originals.pid);
+        put_str(&t, ",\"start_time\":");
+        put_u64(&t, rec->originals.start_time);
+        put_str(&t, rec->restore_on_stop ? ",\"restore_on_stop\":true,\"threads\":[" : ",\"restore_on_stop\":false,\"threads\":[");
+        for (unsigned i = 0; i < rec->originals.n; i++) {
                 const tune_affinity_entry *e = &rec->originals.entries[i];
-                json_object *t = json_object_new_object();
-                if (!t || json_object_array_add(threads, t) < 0) {
-                        json_object_put(t);
-                        r = -ENOMEM;
-                        break;
-                }
-                r = add(t, "tid", json_object_new_int(e->tid));
-                if (r >= 0)
-                        r = add_set(t, "original", &e->original);
-                if (r >= 0)
-                        r = add_set(t, "applied", &e->applied);
+                put_str(&t, i ? ",{\"tid\":" : "{\"tid\":");
+                put_u64(&t, (uint64_t) (e->tid < 0 ? 0 : e->tid));
+                put_str(&t, ",\"original\":");
+                put_set(&t, &e->original);
+                put_str(&t, ",\"applied\":");
+                put_set(&t, &e->applied);
+                put(&t, "}", 1);
         }
-        if (r >= 0) {
-                text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
-                if (!text || !(*ret = malloc(strlen(text) + 2)))
-                        r = -ENOMEM;
-                else
-                        sprintf(*ret, "%s\n", text);
+        put_str(&t, "]}\n");
+        if (t.oom) {
+                free(t.buf);
+                return -ENOMEM;
         }
-        json_object_put(o);
-        return r;
+        *ret = t.buf;
+        return 0;
 }
 
 static json_object *get(json_object *o, const char *key, json_type type) {
