@@ -86,7 +86,7 @@ pinner_start() { # NAME PATTERN EXE_GLOB
                         echo "summary=npu-tuned bench: one scheduler rule, nothing else"
                         echo "[scheduler]"
                         [ "$name" = tuned-fork ] && echo "perf_process_fork=true"
-                        echo "group.infer=0:*:*:0x2:${tuned_regex:-$pattern}"
+                        echo "group.infer=0:*:*:${tuned_affinity:-0x2}:${tuned_regex:-$pattern}"
                 } >"$tuned_profile_dir/$profile/tuned.conf"
                 nice -n -10 tuned --no-dbus --profile "$profile" --log="$pinner_log" --pid="$bench_tmp/tuned.pid" \
                         >>"$pinner_log" 2>&1 &

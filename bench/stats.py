@@ -6,8 +6,9 @@ ratios to a baseline's median.
   stats.py [--unit us|ms] [--scale S] [--baseline NAME] [--lower-is-better] DIR NAME...
 
 DIR/NAME.txt holds one sample per line (a number, or "unplaced" for a run that failed);
-numbers are multiplied by --scale (e.g. 1e-3 for ns -> us). Prints p50/p90/p99/p99.9/max,
-the failed runs, and NAME's median over the baseline's."""
+numbers are multiplied by --scale (e.g. 1e-3 for ns -> us). Prints the percentiles asked
+for (--pcts), the failed runs, and NAME's --ratio-pct percentile (default the median) over
+the baseline's."""
 import argparse
 import os
 
@@ -25,6 +26,7 @@ def main():
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--baseline")
     ap.add_argument("--pcts", default="50,90,99,100")
+    ap.add_argument("--ratio-pct", type=float, default=50.0, help="the percentile the ratio column compares")
     ap.add_argument("dir")
     ap.add_argument("names", nargs="+")
     a = ap.parse_args()
@@ -44,13 +46,13 @@ def main():
                     failed += 1
         rows[name] = (sorted(vals), failed)
     base = rows.get(a.baseline or a.names[0])
-    base_med = pct(base[0], 50) if base else float("nan")
-    head = ["config", "runs"] + [("p%g" % p if p < 100 else "max") + " " + a.unit for p in pcts] + ["failed", "p50 / " + (a.baseline or a.names[0])]
+    base_med = pct(base[0], a.ratio_pct) if base else float("nan")
+    head = ["config", "runs"] + [("p%g" % p if p < 100 else "max") + " " + a.unit for p in pcts] + ["failed", "p%g / %s" % (a.ratio_pct, a.baseline or a.names[0])]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for name in a.names:
         vals, failed = rows[name]
-        med = pct(vals, 50)
+        med = pct(vals, a.ratio_pct)
         ratio = med / base_med if base_med and base_med == base_med and med == med else float("nan")
         cells = [name, str(len(vals) + failed)] + ["%.0f" % pct(vals, p) if a.unit != "ms" else "%.2f" % pct(vals, p) for p in pcts]
         cells += ["%d/%d" % (failed, len(vals) + failed), "%.2f" % ratio]

@@ -1,0 +1,52 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# A fork storm and what it costs each pinner (bench/pinners.sh), one after the other, as
+# root:
+#   bench/storm.sh [--build DIR] [--unmatched N] [--matched M] [PINNER...]
+# (default: floor npu-tmpfs tuned-default tuned-fork). Each pinner is started, its RSS
+# read, then bench/fork-storm runs N unmatched + M matched short-lived processes; printed:
+# matched processes never placed, the pinner's CPU time during the storm (user + system),
+# overruns of its event socket (ENOBUFS; tuned's perf ring loses events silently), its
+# RSS after start and after the storm.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+build=build unmatched=10000 matched=100
+while [ $# -gt 0 ]; do
+        case $1 in
+        --build) build=$2; shift 2 ;;
+        --unmatched) unmatched=$2; shift 2 ;;
+        --matched) matched=$2; shift 2 ;;
+        *) break ;;
+        esac
+done
+pinners=("$@")
+[ ${#pinners[@]} -gt 0 ] || pinners=(floor npu-tmpfs tuned-default tuned-fork)
+bench_tmp=$(mktemp -d /var/tmp/npu-bench.XXXXXX)
+bench_tmp_disk=$bench_tmp
+bench_tmp_shm=$(mktemp -d /dev/shm/npu-bench.XXXXXX)
+# shellcheck source=bench/pinners.sh
+. "$here/pinners.sh"
+trap 'pinner_stop; rm -rf "$bench_tmp" "$bench_tmp_shm"' EXIT
+rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+# tuned runs python under nice: the pinner's pid is the interpreter's own.
+echo "fork storm: $unmatched unmatched + $matched matched processes"
+echo "| pinner | matched missed | CPU s in the storm | overruns | RSS after start KiB | RSS after storm KiB | storm s |"
+echo "|---|---|---|---|---|---|---|"
+for p in "${pinners[@]}"; do
+        pinner_start "$p" "placement-latency --child" "*/placement-latency"
+        sleep 1
+        rss0=$(rss_kib "$pinner_pid") cpu0=$(cpu_seconds "$pinner_pid")
+        out=$("$build/bench/fork-storm" "$unmatched" "$matched" "$build/bench/placement-latency")
+        sleep 2
+        cpu1=$(cpu_seconds "$pinner_pid") rss1=$(rss_kib "$pinner_pid")
+        case $p in
+        floor) over=$(grep -c overrun "$pinner_log" || true) ;;
+        npu-*) over=$(grep -c "events were lost" "$pinner_log" || true) ;;
+        *) over=n/a ;;
+        esac
+        missed=$(sed -n 's/.*missed \([0-9]*\).*/\1/p' <<<"$out")
+        secs=$(sed -n 's/.* in \([0-9.]*\) s;.*/\1/p' <<<"$out")
+        cpu=$(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN { printf "%.2f", b - a }')
+        echo "| $p | $missed/$matched | $cpu | $over | $rss0 | $rss1 | $secs |"
+        pinner_stop
+done
