@@ -14,42 +14,32 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=build execs=1000 matched=20
-while [ $# -gt 0 ]; do
-        case $1 in
-        --build) build=$2; shift 2 ;;
-        --execs) execs=$2; shift 2 ;;
-        --matched) matched=$2; shift 2 ;;
-        *) echo "usage: $0 [--build DIR] [--execs N] [--matched M]" >&2; exit 2 ;;
-        esac
-done
-command -v valgrind >/dev/null || { echo "needs valgrind (tools/install-deps.sh --bench)"; exit 77; }
-bench_tmp=$(mktemp -d /var/tmp/npu-bench.XXXXXX)
-bench_tmp_disk=$bench_tmp
-bench_tmp_shm=$(mktemp -d /dev/shm/npu-bench.XXXXXX)
 # shellcheck source=bench/pinners.sh
 . "$here/pinners.sh"
-trap 'pinner_stop; rm -rf "$bench_tmp" "$bench_tmp_shm"' EXIT
+bench_args "$@"
+bench_begin
+command -v valgrind >/dev/null || { echo "needs valgrind (tools/install-deps.sh --bench)"; exit 77; }
 
-measure() { # PINNER HANDLER EXEC_FN PHASE
-        local out=$bench_tmp/$1-$4.cg
+measure() { # PINNER HANDLER PHASE
+        local out=$bench_tmp/$1-$3.cg
         pinner_wrap="valgrind --tool=callgrind --collect-atstart=no --toggle-collect=$2 --callgrind-out-file=$out"
         pinner_start "$1" "placement-latency --child" "*/placement-latency"
         sleep 1
-        if [ "$4" = unmatched ]; then
+        if [ "$3" = unmatched ]; then
                 for _ in $(seq "$execs"); do /bin/true; done
         else
                 "$build/bench/placement-latency" "$matched" 4 >/dev/null || true
         fi
         sleep 2
         pinner_stop
-        python3 "$here/callgrind-calls.py" "$out" "$2" "$3"
+        python3 "$here/callgrind-calls.py" "$out" "$2"
 }
 
 declare -A ir
 for phase in unmatched matched; do
         for pinner in floor npu-tmpfs; do
                 if [ "$pinner" = floor ]; then handler=handle; else handler=on_event; fi
-                read -r _ calls total _ < <(measure "$pinner" "$handler" "$handler" "$phase" | head -1)
+                read -r _ calls total _ < <(measure "$pinner" "$handler" "$phase")
                 ir[$pinner-$phase]=${total#ir=}
                 ir[$pinner-$phase-calls]=${calls#calls=}
         done

@@ -8,7 +8,9 @@
  *   floor-pinner EXE_GLOB CMDLINE_SUBSTRING CPU
  *
  * Uses the kernel's event filter (Linux 6.6+; older kernels send everything). Runs until
- * SIGTERM/SIGINT. Needs root and the initial namespaces. */
+ * SIGTERM/SIGINT, then prints its reaction times (the event's kernel timestamp to its last
+ * sched_setaffinity for it), as npu-tuned measures its own. Needs root and the initial
+ * namespaces. */
 #include <dirent.h>
 #include <errno.h>
 #include <fnmatch.h>
@@ -22,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_MATCHED 1024
@@ -30,6 +33,38 @@ static const char *exe_glob, *cmd_sub;
 static cpu_set_t target;
 static pid_t matched[MAX_MATCHED];
 static volatile sig_atomic_t stop;
+
+#define MAX_SAMPLES 65536
+static uint64_t reaction[2][MAX_SAMPLES]; /* [0] exec, [1] new thread, in ns */
+static unsigned n_reaction[2];
+
+static void note_reaction(int kind, uint64_t event_ns) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        uint64_t now = (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
+        if (n_reaction[kind] < MAX_SAMPLES && now >= event_ns)
+                reaction[kind][n_reaction[kind]++] = now - event_ns;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
+        return x < y ? -1 : x > y;
+}
+
+static void print_reactions(void) {
+        static const char *const kind[2] = { "exec", "thread" };
+        fprintf(stderr, "floor-pinner: reaction times:");
+        for (int k = 0; k < 2; k++) {
+                unsigned n = n_reaction[k];
+                qsort(reaction[k], n, sizeof reaction[k][0], cmp_u64);
+                fprintf(stderr, "%s %s n=%u", k ? ";" : "", kind[k], n);
+                if (n)
+                        fprintf(stderr, " p50=%lluus p99=%lluus max=%lluus", (unsigned long long) reaction[k][n / 2] / 1000,
+                                (unsigned long long) reaction[k][n * 99 / 100] / 1000,
+                                (unsigned long long) reaction[k][n - 1] / 1000);
+        }
+        fprintf(stderr, "\n");
+}
 
 static void on_signal(int sig) {
         (void) sig;
@@ -111,12 +146,15 @@ __attribute__((noinline)) static void handle(const struct proc_event *ev) {
                 if (slot_of(pid) < 0 && (slot = slot_of(0)) >= 0)
                         matched[slot] = pid;
                 pin_all_threads(pid);
+                note_reaction(0, ev->timestamp_ns);
                 return;
         }
         case PROC_EVENT_FORK:
                 if (ev->event_data.fork.child_pid != ev->event_data.fork.child_tgid &&
-                    slot_of(ev->event_data.fork.child_tgid) >= 0)
+                    slot_of(ev->event_data.fork.child_tgid) >= 0) {
                         (void) sched_setaffinity(ev->event_data.fork.child_pid, sizeof target, &target);
+                        note_reaction(1, ev->timestamp_ns);
+                }
                 return;
         case PROC_EVENT_EXIT:
                 if (ev->event_data.exit.process_pid == ev->event_data.exit.process_tgid &&
@@ -175,5 +213,6 @@ int main(int argc, char **argv) {
         }
         (void) send_listen(fd, PROC_CN_MCAST_IGNORE, 0);
         close(fd);
+        print_reactions();
         return 0;
 }

@@ -9,18 +9,10 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=build seconds=60
-while [ $# -gt 0 ]; do
-        case $1 in
-        --build) build=$2; shift 2 ;;
-        --seconds) seconds=$2; shift 2 ;;
-        *) echo "usage: $0 [--build DIR] [--seconds S]" >&2; exit 2 ;;
-        esac
-done
-bench_tmp=$(mktemp -d /var/tmp/npu-bench.XXXXXX)
-bench_tmp_disk=$bench_tmp
-bench_tmp_shm=$(mktemp -d /dev/shm/npu-bench.XXXXXX)
 # shellcheck source=bench/pinners.sh
 . "$here/pinners.sh"
+bench_args "$@"
+bench_begin
 declare -A pid
 stop_all() {
         for p in "${!pid[@]}"; do
@@ -28,7 +20,7 @@ stop_all() {
                 pinner_stop
         done
 }
-trap 'stop_all; rm -rf "$bench_tmp" "$bench_tmp_shm"' EXIT
+trap 'stop_all; rm -rf "$bench_tmp" "$bench_tmp_shm"' EXIT # all three, not the last
 wakeups() { cat /proc/"$1"/task/*/status 2>/dev/null | awk '/ctxt_switches/ { n += $2 } END { print n + 0 }'; }
 rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
 names=(floor npu-tmpfs tuned-default)

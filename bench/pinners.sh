@@ -20,6 +20,32 @@
 pinner_pid=""
 tuned_profile_dir=/etc/tuned
 
+# Options every bench takes, each setting the variable of its name (--runs N: runs=N);
+# what is left goes to the array bench_rest. Set the defaults before calling.
+bench_args() {
+        bench_rest=()
+        while [ $# -gt 0 ]; do
+                case $1 in
+                --build | --runs | --rounds | --threads | --seconds | --spinners | --execs | --matched | --unmatched)
+                        [ $# -ge 2 ] || { echo "bench: $1 needs a value" >&2; exit 2; }
+                        printf -v "${1#--}" '%s' "$2"
+                        shift 2
+                        ;;
+                --*) echo "bench: unknown option $1 (see the script's header)" >&2; exit 2 ;;
+                *) bench_rest+=("$1"); shift ;;
+                esac
+        done
+}
+
+# Scratch dirs on a disk filesystem (/var/tmp) and on tmpfs (/dev/shm), removed at exit
+# with the pinner stopped.
+bench_begin() {
+        bench_tmp=$(mktemp -d /var/tmp/npu-bench.XXXXXX)
+        bench_tmp_disk=$bench_tmp
+        bench_tmp_shm=$(mktemp -d /dev/shm/npu-bench.XXXXXX)
+        trap 'pinner_stop; rm -rf "$bench_tmp" "$bench_tmp_shm"' EXIT
+}
+
 fs_of() { df --output=fstype "$1" | tail -1; }
 
 wait_for_line() { # FILE REGEX TIMEOUT_S

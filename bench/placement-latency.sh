@@ -9,23 +9,12 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=build runs=50 rounds=5 threads=4
-while [ $# -gt 0 ]; do
-        case $1 in
-        --build) build=$2; shift 2 ;;
-        --runs) runs=$2; shift 2 ;;
-        --rounds) rounds=$2; shift 2 ;;
-        --threads) threads=$2; shift 2 ;;
-        *) break ;;
-        esac
-done
-pinners=("$@")
-[ ${#pinners[@]} -gt 0 ] || pinners=(floor npu-ext4 npu-tmpfs tuned-default tuned-fork)
-bench_tmp=$(mktemp -d /var/tmp/npu-bench.XXXXXX)
-bench_tmp_disk=$bench_tmp
-bench_tmp_shm=$(mktemp -d /dev/shm/npu-bench.XXXXXX)
 # shellcheck source=bench/pinners.sh
 . "$here/pinners.sh"
-trap 'pinner_stop; rm -rf "$bench_tmp" "$bench_tmp_shm"' EXIT
+bench_args "$@"
+bench_begin
+pinners=("${bench_rest[@]}")
+[ ${#pinners[@]} -gt 0 ] || pinners=(floor npu-ext4 npu-tmpfs tuned-default tuned-fork)
 mkdir "$bench_tmp/out"
 per_round=$(((runs + rounds - 1) / rounds))
 echo "exec -> all $((threads + 1)) threads on one CPU; $runs runs per pinner in $rounds interleaved rounds"

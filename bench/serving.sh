@@ -10,21 +10,10 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=build rounds=3 seconds=5 spinners=6
-while [ $# -gt 0 ]; do
-        case $1 in
-        --build) build=$2; shift 2 ;;
-        --rounds) rounds=$2; shift 2 ;;
-        --seconds) seconds=$2; shift 2 ;;
-        --spinners) spinners=$2; shift 2 ;;
-        *) echo "usage: $0 [--build DIR] [--rounds R] [--seconds S] [--spinners N]" >&2; exit 2 ;;
-        esac
-done
-bench_tmp=$(mktemp -d /var/tmp/npu-bench.XXXXXX)
-bench_tmp_disk=$bench_tmp
-bench_tmp_shm=$(mktemp -d /dev/shm/npu-bench.XXXXXX)
 # shellcheck source=bench/pinners.sh
 . "$here/pinners.sh"
-trap 'pinner_stop; rm -rf "$bench_tmp" "$bench_tmp_shm"' EXIT
+bench_args "$@"
+bench_begin
 mkdir "$bench_tmp/out"
 tuned_affinity=0x$(printf '%x' $(((1 << $(nproc)) - 1)))
 pinners=(untuned npu-tmpfs tuned-default)

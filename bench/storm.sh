@@ -11,22 +11,12 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=build unmatched=10000 matched=100
-while [ $# -gt 0 ]; do
-        case $1 in
-        --build) build=$2; shift 2 ;;
-        --unmatched) unmatched=$2; shift 2 ;;
-        --matched) matched=$2; shift 2 ;;
-        *) break ;;
-        esac
-done
-pinners=("$@")
-[ ${#pinners[@]} -gt 0 ] || pinners=(floor npu-tmpfs tuned-default tuned-fork)
-bench_tmp=$(mktemp -d /var/tmp/npu-bench.XXXXXX)
-bench_tmp_disk=$bench_tmp
-bench_tmp_shm=$(mktemp -d /dev/shm/npu-bench.XXXXXX)
 # shellcheck source=bench/pinners.sh
 . "$here/pinners.sh"
-trap 'pinner_stop; rm -rf "$bench_tmp" "$bench_tmp_shm"' EXIT
+bench_args "$@"
+bench_begin
+pinners=("${bench_rest[@]}")
+[ ${#pinners[@]} -gt 0 ] || pinners=(floor npu-tmpfs tuned-default tuned-fork)
 rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
 # tuned runs python under nice: the pinner's pid is the interpreter's own.
 echo "fork storm: $unmatched unmatched + $matched matched processes"

@@ -445,7 +445,10 @@ static void place(Placement *p, managed_process *mp) {
         tune_keys changed = {};
         int r;
 
-        (void) tune_topology_refresh_memory(p->ctx, p->topology);
+        /* Free memory only decides where memory of a rule that moves it goes (and the
+         * other processes' homes were decided when they were placed). */
+        if (mp->rule->memory_migrate)
+                (void) tune_topology_refresh_memory(p->ctx, p->topology);
         const tune_plan *before = tune_placer_get(p->placer, pp->key);
         tune_plan old = {};
         bool had = before && tune_plan_copy(&old, before) >= 0;
@@ -459,16 +462,22 @@ static void place(Placement *p, managed_process *mp) {
         /* A re-plan that comes out the same (a reload, a retitle) is no news. */
         bool same = had && placement_same(&old, pl);
         tune_plan_done(&old);
-        if (same)
-                log_debug("pid %d planned again: its placement is unchanged.", mp->pid);
-        else
-                log_placement(mp, pl, p->dry_run);
         if (p->dry_run) {
                 /* The plan is logged; nothing is pinned or moved. */
+                if (same)
+                        log_debug("pid %d planned again: its placement is unchanged.", mp->pid);
+                else
+                        log_placement(mp, pl, true);
                 tune_keys_done(&changed);
                 return;
         }
+        /* Pin first, say so after: the threads the process starts meanwhile are the ones
+         * that must be moved one by one. */
         apply_process(p, mp);
+        if (same)
+                log_debug("pid %d planned again: its placement is unchanged.", mp->pid);
+        else
+                log_placement(mp, pl, false);
         apply_changed(p, &changed);
         tune_keys_done(&changed);
         arm_memory(p, mp, pp, pl);

@@ -1,0 +1,28 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# npu-tuned's own reaction times, as it measures them (kernel event timestamp to its last
+# sched_setaffinity for the event, per kind), with the state dir on a disk filesystem and
+# on tmpfs, and the floor pinner's measured the same way, as root:
+#   bench/reaction.sh [--build DIR] [--runs N]
+# Runs bench/placement-latency (an exec whose 4 threads start at once and name themselves
+# "work-N") under a rule that makes "work-0" a control thread, so each run has an exec, new
+# threads and a rename that changes a role; prints the daemon's summary line (logged at
+# debug level when it stops).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+build=build runs=50
+# shellcheck source=bench/pinners.sh
+. "$here/pinners.sh"
+bench_args "$@"
+bench_begin
+npu_threads='{ "control": { "main_thread": true, "names": ["work-0"], "cpus": 1 }, "compute": { "cpus": 1 } }'
+pinner_start floor "placement-latency --child" "*/placement-latency"
+"$build/bench/placement-latency" "$runs" 4 >/dev/null || true
+pinner_stop
+echo "floor: $(sed -n 's/.*reaction times: //p' "$bench_tmp/floor.log")"
+for p in npu-ext4 npu-tmpfs; do
+        npu_args=-v pinner_start "$p" "placement-latency --child" "*/placement-latency"
+        "$build/bench/placement-latency" "$runs" 4 >/dev/null || true
+        pinner_stop
+        echo "$p ($(fs_of "$( [ $p = npu-ext4 ] && echo "$bench_tmp_disk" || echo "$bench_tmp_shm")")): $(sed -n 's/.*Reaction times (kernel event to the last CPU affinity set): \(.*\)\. (.*/\1/p' "$bench_tmp/$p.log")"
+done

@@ -1,0 +1,41 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# Every comparison bench, one after the other, as root (tools/install-deps.sh --bench
+# installs the peers and tools):
+#   bench/run-all.sh [--build DIR] [--quick]
+# Prints each bench's table (the same ones bench/RESULTS.md holds) under a heading with the
+# date, the kernel and the command. --quick: fewer runs, for a smoke test. Each bench is
+# started through $BENCH_WRAP when set (e.g. a lock the host's other users honour: the
+# benches pin real processes and listen to every process event).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+build=build quick=""
+while [ $# -gt 0 ]; do
+        case $1 in
+        --build) build=$2; shift 2 ;;
+        --quick) quick=1; shift ;;
+        *) echo "usage: $0 [--build DIR] [--quick]" >&2; exit 2 ;;
+        esac
+done
+if [ -n "$quick" ]; then
+        lat=(--runs 10 --rounds 2) cpu=(--execs 200 --matched 5) srv=(--rounds 1 --seconds 2)
+        storm=(--unmatched 1000 --matched 10) idle=(--seconds 5) react=(--runs 10)
+else
+        lat=(--runs 50 --rounds 5) cpu=(--execs 1000 --matched 20) srv=(--rounds 3 --seconds 5)
+        storm=(--unmatched 10000 --matched 100) idle=(--seconds 60) react=(--runs 50)
+fi
+run() {
+        echo
+        echo "### $1"
+        echo
+        echo "\`bench/$2 ${*:3}\`"
+        echo
+        ${BENCH_WRAP:-} "$here/$2" --build "$build" "${@:3}"
+}
+echo "## $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -r), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+run "Exec -> every thread placed" placement-latency.sh "${lat[@]}"
+run "Reaction time, as each pinner measures it" reaction.sh "${react[@]}"
+run "CPU per event (instructions)" cpu-per-event.sh "${cpu[@]}"
+run "Fork storm" storm.sh "${storm[@]}"
+run "Idle" idle.sh "${idle[@]}"
+run "The control thread's wake-up lateness" serving.sh "${srv[@]}"
