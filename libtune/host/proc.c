@@ -88,19 +88,28 @@ int tune_proc_read_status(const tune_ctx *ctx, pid_t pid, tune_proc_status *ret)
 }
 
 int tune_proc_read_comm(const tune_ctx *ctx, pid_t pid, pid_t tid, char ret[static TUNE_COMM_MAX]) {
-        _cleanup_free_ char *text = NULL;
-        char path[64];
-        size_t len;
+        _cleanup_close_ int fd = -EBADF;
+        char path[64], text[65];
+        ssize_t n;
         int r;
 
         r = pid_path(path, sizeof path, pid, tid, "comm");
         if (r < 0)
                 return r;
-        r = tune_read_prefix(ctx, path, 64, &text, &len, NULL);
-        if (r < 0)
-                return r;
-        if (memchr(text, 0, len))
+        /* Read for every thread of a process at its match, and on its events: one read()
+         * into the stack, since the kernel hands a task's name over whole (at most 16
+         * bytes); anything of 64 bytes or more is not a comm. */
+        fd = tune_open(ctx, path, O_RDONLY | O_NOCTTY, 0);
+        if (fd < 0)
+                return fd;
+        do
+                n = read(fd, text, sizeof text - 1);
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+                return negative_errno();
+        if ((size_t) n >= sizeof text - 1 || memchr(text, 0, (size_t) n))
                 return -EBADMSG;
+        text[n] = 0;
         return tune_parse_comm(text, ret);
 }
 
