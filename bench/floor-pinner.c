@@ -72,16 +72,18 @@ static void on_signal(int sig) {
 }
 
 static int send_listen(int fd, uint32_t op, uint32_t events) {
-        struct {
-                struct nlmsghdr nh;
-                struct cn_msg cn;
-                uint32_t input[2]; /* struct proc_input: mcast_op, event_type */
-        } __attribute__((packed)) msg = {
-                .nh = { .nlmsg_len = sizeof msg, .nlmsg_type = NLMSG_DONE },
-                .cn = { .id = { .idx = CN_IDX_PROC, .val = CN_VAL_PROC }, .len = sizeof msg.input },
-                .input = { op, events },
-        };
-        return send(fd, &msg, sizeof msg, 0) < 0 ? -errno : 0;
+        uint32_t input[2] = { op, events }; /* struct proc_input: mcast_op, event_type */
+        char buf[NLMSG_SPACE(sizeof(struct cn_msg) + sizeof input)] __attribute__((aligned(8))) = { 0 };
+        struct nlmsghdr *nh = (struct nlmsghdr *) buf;
+        struct cn_msg *cn = NLMSG_DATA(nh);
+
+        nh->nlmsg_len = NLMSG_LENGTH(sizeof *cn + sizeof input);
+        nh->nlmsg_type = NLMSG_DONE;
+        cn->id.idx = CN_IDX_PROC;
+        cn->id.val = CN_VAL_PROC;
+        cn->len = sizeof input;
+        memcpy(cn->data, input, sizeof input);
+        return send(fd, buf, nh->nlmsg_len, 0) < 0 ? -errno : 0;
 }
 
 static int slot_of(pid_t pid) {
