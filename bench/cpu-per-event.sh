@@ -4,7 +4,7 @@
 # against npu-tuned, as root:
 #   bench/cpu-per-event.sh [--build DIR] [--execs N] [--matched M]
 # Each pinner runs under callgrind, collecting only inside its event handler (npu-tuned:
-# the watcher's on_event; the floor: handle), while this script runs N unmatched execs
+# the watcher's watcher_on_event; the floor: handle), while this script runs N unmatched execs
 # (/bin/true from a shell loop: a fork, an exec and an exit each) and then M matched
 # processes of 5 threads (bench/placement-latency). Prints instructions per exec event
 # (the matching decision), per event of any kind, and per matched process (everything the
@@ -38,7 +38,7 @@ measure() { # PINNER HANDLER PHASE
 declare -A ir
 for phase in unmatched matched; do
         for pinner in floor npu-tmpfs; do
-                if [ "$pinner" = floor ]; then handler=handle; else handler=on_event; fi
+                if [ "$pinner" = floor ]; then handler=handle; else handler=watcher_on_event; fi
                 read -r _ calls total _ < <(measure "$pinner" "$handler" "$phase")
                 ir[$pinner-$phase]=${total#ir=}
                 ir[$pinner-$phase-calls]=${calls#calls=}

@@ -17,6 +17,8 @@
 # $bench_tmp_shm (scratch dirs on a disk filesystem and on tmpfs); $npu_policy_extra is
 # JSON spliced into the npu-tuned rule (e.g. its "threads"); $pinner_wrap (e.g. valgrind
 # and its options) goes before the floor's and npu-tuned's command.
+# $build is the caller's; $pinner_wrap and $npu_args are split into words on purpose.
+# shellcheck disable=SC2154,SC2086
 pinner_pid=""
 tuned_profile_dir=/etc/tuned
 
@@ -49,8 +51,8 @@ bench_begin() {
 fs_of() { df --output=fstype "$1" | tail -1; }
 
 wait_for_line() { # FILE REGEX TIMEOUT_S
-        local i
-        for i in $(seq $(($3 * 20))); do
+        local _
+        for _ in $(seq $(($3 * 20))); do
                 grep -qE "$2" "$1" 2>/dev/null && return 0
                 sleep 0.05
         done

@@ -424,6 +424,17 @@ int tune_affinity_apply(const tune_ctx *ctx, const tune_affinity_backend *backen
                 return r;
         if (!stats)
                 stats = &dummy;
+        /* The main thread first, before any listing: it is the one a new process's first
+         * pin should not wait for, and threads it starts from then on inherit its set. */
+        done = malloc(sizeof *done);
+        if (!done)
+                return -ENOMEM;
+        done[n_done++] = pid;
+        r = handle_thread(ctx, backend, pid, pid, choose, userdata, originals, stats);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                first_error = r;
 
         for (unsigned round = 0;; round++) {
                 _cleanup_free_ pid_t *tids = NULL;
