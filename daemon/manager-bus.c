@@ -19,6 +19,7 @@
 #include "npu-tuned/thread-role.h"
 #include "placement.h"
 #include "print-topology.h"
+#include "reaction-time.h"
 #include "watcher.h"
 
 extern const char npu_bus_introspection_xml[];
@@ -162,6 +163,34 @@ static int property_get_stats(sd_bus *bus, const char *path, const char *interfa
         if (m->placement)
                 placement_get_stats(m->placement, &ps);
         return sd_bus_message_append(reply, "(ttttt)", ws.events, ws.resyncs, ws.overruns, ps.placements, ps.migrations);
+}
+
+/* Per event kind: name, reactions, p50 and p99 (upper bounds from the log2 histogram, at
+ * most twice the true value) and the largest, in ns; then the histogram itself (bucket i
+ * counts reactions below 2^i ns, see daemon/reaction-time.h). */
+static int property_get_reaction_times(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                       sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        static const reaction_stats none = {};
+        const reaction_stats *rs = m->placement ? placement_get_reactions(m->placement) : &none;
+        int r;
+
+        r = sd_bus_message_open_container(reply, 'a', "(sttttat)");
+        for (int k = 0; r >= 0 && k < _REACTION_KIND_MAX; k++) {
+                const reaction_hist *h = &rs->kinds[k];
+                r = sd_bus_message_open_container(reply, 'r', "sttttat");
+                if (r >= 0)
+                        r = sd_bus_message_append(reply, "stttt", reaction_kind_to_string((reaction_kind) k), h->count,
+                                                  reaction_hist_quantile(h, 0.5), reaction_hist_quantile(h, 0.99),
+                                                  h->max_ns);
+                if (r >= 0)
+                        r = sd_bus_message_append_array(reply, 't', h->buckets, sizeof h->buckets);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(reply);
+        }
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        return r;
 }
 
 /* ---- methods ---- */
@@ -385,6 +414,7 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_PROPERTY("ManagedProcesses", "u", property_get_managed, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         /* Counts every process event: read, not signalled. */
         SD_BUS_PROPERTY("Stats", "(ttttt)", property_get_stats, 0, 0),
+        SD_BUS_PROPERTY("ReactionTimes", "a(sttttat)", property_get_reaction_times, 0, 0),
         SD_BUS_METHOD_WITH_ARGS("ListProcesses", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(utssssa(ss)sd)", processes),
                                 method_list_processes, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("Explain", SD_BUS_ARGS("u", pid),

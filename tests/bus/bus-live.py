@@ -102,6 +102,11 @@ try:
     expect(bus.get("ManagedProcesses") == "u 1", "ManagedProcesses is 1")
     stats = bus.get_json("Stats")
     expect(stats[0] > 0 and stats[3] >= 1, f"Stats: events {stats[0]}, placements {stats[3]}")
+    reactions = {k[0]: k for k in bus.get_json("ReactionTimes")}
+    ex = reactions.get("exec")
+    expect(set(reactions) == {"exec", "thread", "rename"} and ex and ex[1] >= 1 and 0 < ex[2] <= ex[3] <= 2 * ex[4]
+           and ex[4] < 10 * 1000 ** 3 and sum(ex[5]) == ex[1],
+           f"ReactionTimes: the placement's exec reaction is counted, p50 <= p99, max < 10 s: {reactions}")
     p = bus.run([tunectl, "processes"], run_as="nobody")
     lines = p.stdout.splitlines()
     expect(lines[0].split()[:3] == ["PID", "COMM", "RULE"]
