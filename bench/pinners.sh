@@ -7,6 +7,7 @@
 #     floor             bench/floor-pinner: every thread on CPU 1
 #     npu-ext4          npu-tuned, state dir on the disk under $bench_tmp_disk
 #     npu-tmpfs         npu-tuned, state dir on /dev/shm
+#     npu-ext4-b, npu-tmpfs-b   the same with $npu_b_bin
 #     tuned-default     tuned's [scheduler] plugin: the process on CPU 1
 #     tuned-fork        the same with perf_process_fork=true
 #     untuned           nothing (pinner_pid stays empty)
@@ -16,7 +17,9 @@
 # host. Needs: $build (the build dir), $bench_tmp (scratch, any fs), $bench_tmp_disk and
 # $bench_tmp_shm (scratch dirs on a disk filesystem and on tmpfs); $npu_policy_extra is
 # JSON spliced into the npu-tuned rule (e.g. its "threads"); $pinner_wrap (e.g. valgrind
-# and its options) goes before the floor's and npu-tuned's command.
+# and its options) goes before the floor's and npu-tuned's command; $npu_bin, when set, is
+# the npu-tuned to run, and npu-ext4-b / npu-tmpfs-b run $npu_b_bin (another build, to
+# compare two side by side in one run).
 # $build is the caller's; $pinner_wrap and $npu_args are split into words on purpose.
 # shellcheck disable=SC2154,SC2086
 pinner_pid=""
@@ -92,12 +95,17 @@ pinner_start() { # NAME PATTERN EXE_GLOB
                 pinner_pid=$!
                 wait_for_line "$pinner_log" listening 10
                 ;;
-        npu-ext4 | npu-tmpfs)
-                if [ "$name" = npu-ext4 ]; then state=$bench_tmp_disk/state; else state=$bench_tmp_shm/state; fi
+        npu-ext4 | npu-tmpfs | npu-ext4-b | npu-tmpfs-b)
+                case $name in
+                npu-ext4*) state=$bench_tmp_disk/state ;;
+                *) state=$bench_tmp_shm/state ;;
+                esac
+                local bin=${npu_bin:-$build/daemon/npu-tuned}
+                case $name in *-b) bin=$npu_b_bin ;; esac
                 rm -rf "$state" "$bench_tmp/policies"
                 mkdir -m 0700 "$state" && mkdir -m 0755 "$bench_tmp/policies"
                 npu_policy "$pattern" "$exe" "${npu_restore:-true}" >"$bench_tmp/policies/bench.json"
-                nice -n -10 ${pinner_wrap:-} "$build/daemon/npu-tuned" --policy-dir "$bench_tmp/policies" --state-dir "$state" \
+                nice -n -10 ${pinner_wrap:-} "$bin" --policy-dir "$bench_tmp/policies" --state-dir "$state" \
                         ${npu_args:-} >"$pinner_log" 2>&1 &
                 pinner_pid=$!
                 wait_for_line "$pinner_log" "Running:" 60
