@@ -101,7 +101,7 @@ with tempfile.TemporaryDirectory(dir="/var/tmp") as tmp:
     state = os.path.join(tmp, "state")
     os.mkdir(state, 0o700)
     path = os.path.join(state, "affinity-4000000.json")
-    with open(path, "w") as f:
+    with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as f:  # as the daemon writes them
         f.write('{"version":1,"boot_id":"')  # cut short
     r = subprocess.run([npu_tuned, "--restore", "--state-dir", state], capture_output=True, text=True)
     if not os.path.exists(path):
