@@ -97,6 +97,7 @@ void entry_unmatch(Entry *e, watcher_exit_reason reason) {
                 w->ops.on_process_exit(w, &e->p, reason, w->userdata);
         e->p.userdata = NULL;
         e->matched = false;
+        e->last_comm_eval_usec = 0; /* a candidate again: its next rename counts at once */
         w->stats.managed--;
         watcher_budget_room_freed(w);
         w->stats.candidates++;

@@ -153,6 +153,8 @@ static void handle_comm(Watcher *w, pid_t pid, pid_t tgid, const char *raw_comm)
                 entry_release(e, WATCHER_EXIT_PID_REUSED);
                 e = NULL;
         }
+        if (watcher_comm_debounce(w, e))
+                return;
         watcher_evaluate(w, e, &st, comm, EVAL_COMM);
 }
 

@@ -31,6 +31,8 @@ typedef struct Entry {
         bool matched;
         bool released;                /* watcher_release_pid(): not matched again until an exec */
         uid_t budget_uid;             /* the user whose budget counts it (its uid when added) */
+        uint64_t last_comm_eval_usec; /* its last evaluation on a rename (watcher-debounce.c) */
+        bool comm_pending;            /* a rename waits for the end of the debounce window */
         sd_event_source *exit_source; /* the pidfd became readable: the process is gone */
         uint64_t next_reconcile_usec;
         uint64_t next_device_usec;    /* 0: no device-file check pending */
@@ -65,6 +67,9 @@ struct Watcher {
         struct { pid_t pid; uint64_t start_time; } *refused; /* matches refused for a full table, oldest first */
         unsigned n_refused;
         sd_event_source *retry_source; /* re-evaluates them once room frees up (watcher-budget.c) */
+        struct { pid_t pid; uint64_t start_time; } *comm_pending; /* renames folded (watcher-debounce.c) */
+        unsigned n_comm_pending;
+        sd_event_source *comm_timer;
         sd_event_source *resync_timer; /* a resync coalesced after overruns (watcher-reconcile.c) */
         uint64_t last_resync_usec;
         bool resync_pending;
@@ -109,6 +114,10 @@ int watcher_budget_evict(Watcher *w);
  * are dropped beyond WATCHER_REFUSED_MAX. */
 void watcher_budget_queue_refused(Watcher *w, pid_t pid, uint64_t start_time);
 void watcher_budget_room_freed(Watcher *w);
+
+/* Renames: true when e's re-evaluation is folded into one at the end of its debounce
+ * window (the caller then does nothing now) (watcher-debounce.c). */
+bool watcher_comm_debounce(Watcher *w, Entry *e);
 
 /* Threads: the thread list of a managed process against /proc/PID/task (watcher-threads.c). */
 managed_thread *entry_thread_add(Entry *e, pid_t tid, const char *comm);

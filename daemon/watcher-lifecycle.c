@@ -217,6 +217,8 @@ Watcher *watcher_free(Watcher *w) {
         sd_event_source_disable_unref(w->timer);
         free(w->refused);
         sd_event_source_disable_unref(w->retry_source);
+        free(w->comm_pending);
+        sd_event_source_disable_unref(w->comm_timer);
         free(w->uid_counts);
         tune_strv_free(w->env_names);
         free(w->accel_rdevs);

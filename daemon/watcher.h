@@ -77,6 +77,7 @@ typedef struct watcher_stats {
         uint64_t overruns;     /* ENOBUFS: events lost */
         uint64_t resyncs;      /* full /proc scans (start, overruns) */
         uint64_t resyncs_coalesced; /* overruns folded into a later resync (at most one a second) */
+        uint64_t comm_coalesced; /* renames folded into a later evaluation (one per 100 ms a process) */
         uint64_t matched;      /* processes that were matched, in total */
         uint64_t exited;       /* on_process_exit calls */
         uint64_t skipped_full; /* matches dropped because max_managed was reached */

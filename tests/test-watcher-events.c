@@ -430,6 +430,33 @@ static void test_refused_match_retried(void **state) {
         assert_int_equal(st.retried, 1);
 }
 
+/* Renames of one process within 100 ms of an evaluation are folded into one evaluation at
+ * the end of the window, with the name it has then: a process renaming itself without end
+ * costs ten matches a second, and the last name still counts. */
+static void test_renames_debounced(void **state) {
+        world *t = *state;
+        watcher_stats st;
+        char name[16];
+
+        /* python3 as "x": a candidate (the trainer rule matches its exe, not its comm). */
+        put_process(t, 300, 3000, "x", "/usr/bin/python3");
+        exec_event(t, 300);
+        expect(t, "");
+        comm_event(t, 300, 300, "y"); /* evaluated at once */
+        for (int i = 0; i < 50; i++) {
+                snprintf(name, sizeof name, "n%d", i);
+                comm_event(t, 300, 300, name);
+        }
+        put_process(t, 300, 3000, "trainer", "/usr/bin/python3");
+        comm_event(t, 300, 300, "trainer");
+        expect(t, ""); /* folded */
+        watcher_get_stats(t->w, &st);
+        assert_true(st.comm_coalesced >= 51);
+        for (int i = 0; i < 30 && !strstr(t->log, "matched 300"); i++)
+                assert_true(sd_event_run(t->event, 20 * 1000) >= 0);
+        expect(t, "matched 300 trainer threads=1\n");
+}
+
 /* Overruns (ENOBUFS) a user can cause as often as they like: the first resyncs at once,
  * the others are coalesced into one resync a second later, never one each. */
 static void test_overruns_coalesced(void **state) {
@@ -460,6 +487,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_exec_resyncs_threads, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_overruns_coalesced, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_refused_match_retried, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_renames_debounced, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_release_all, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
