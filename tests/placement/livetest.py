@@ -100,3 +100,14 @@ def placing_policy(comment, user="root"):
             "restore_on_stop": True,
         }],
     }
+
+
+def explain(npu_tuned, policy_dir, pid):
+    """npu-tuned --explain PID --json with the test's policy, parsed."""
+    import json
+    import subprocess
+    ex = subprocess.run([npu_tuned, "--policy-dir", policy_dir, "--explain", str(pid), "--json"],
+                        capture_output=True, text=True, timeout=20)
+    if ex.returncode != 0:
+        fail(f"--explain exited {ex.returncode}: {ex.stderr}")
+    return json.loads(ex.stdout)
