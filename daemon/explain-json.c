@@ -114,6 +114,11 @@ static const char *esc(const char *s, char *buf, size_t size) {
         return buf;
 }
 
+/* daemon/binding.c's "binding" values in words. */
+static const char *binding_text(const char *binding) {
+        return streq(binding, "engine") ? "bound by the engine" : streq(binding, "daemon") ? "npu-tuned binds" : "not bound yet";
+}
+
 void explain_print_text(json_object *j, FILE *f) {
         json_object *v, *roles, *reasons;
         char e1[1024], e2[1024], e3[1024];
@@ -125,10 +130,20 @@ void explain_print_text(json_object *j, FILE *f) {
         fprintf(f, "Process %s (%s)%s\n", str(j, "pid"), esc(str(j, "comm"), e1, sizeof e1),
                 streq(str(j, "source"), EXPLAIN_SOURCE_DAEMON) ? ", as the running npu-tuned placed it"
                                                                : ", as npu-tuned would place it");
+        if (*str(j, "container"))
+                fprintf(f, "  container:     %s\n", esc(str(j, "container"), e1, sizeof e1));
+        if (*str(j, "cgroup"))
+                fprintf(f, "  cgroup cpuset: CPUs %s, memory nodes %s (%s)\n", *str(j, "cgroup_cpus") ? str(j, "cgroup_cpus") : "any",
+                        *str(j, "cgroup_mems") ? str(j, "cgroup_mems") : "any", esc(str(j, "cgroup"), e1, sizeof e1));
         fprintf(f, "  rule:          %s (%s)\n", esc(str(j, "rule"), e1, sizeof e1), esc(str(j, "rule_file"), e2, sizeof e2));
         fprintf(f, "  accelerators:  %s (source: %s%s%s)\n", *str(j, "accelerators") ? str(j, "accelerators") : "none",
                 str(j, "accelerator_source"), *str(j, "accelerator_variable") ? ", " : "",
                 esc(str(j, "accelerator_variable"), e3, sizeof e3));
+        if (*str(j, "binding")) {
+                fprintf(f, "  binding:       %s (%s)\n", binding_text(str(j, "binding")), esc(str(j, "binding_reason"), e1, sizeof e1));
+                if (*str(j, "engine_report"))
+                        fprintf(f, "                 %s\n", esc(str(j, "engine_report"), e1, sizeof e1));
+        }
         if (json_object_object_get_ex(j, "rank", &v) && json_object_get_int(v) >= 0) {
                 json_object *refused;
                 fprintf(f, "  rank:          %d%s\n", json_object_get_int(v),

@@ -14,18 +14,61 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "binding.h"
 #include "bus-client.h"
 #include "explain.h"
 #include "explain-json.h"
 #include "log.h"
+#include "npu-tuned/affinity-record.h"
 #include "manager.h"
 #include "npu-tuned/plan.h"
 #include "npu-tuned/proc.h"
 #include "placement.h"
+#include "process-cpuset.h"
 #include "watcher.h"
 
-static int plan_process(const tune_ctx *ctx, const tune_accels *all, tune_placer *placer, managed_process *mp) {
-        return placement_set_process(placer, ctx, all, mp, placement_key(mp->pid, mp->start_time), NULL);
+/* Plan mp as the daemon would (its claim, inside its cgroup's cpuset); *cs (may be NULL)
+ * gets the cpuset. */
+static int plan_process(const tune_ctx *ctx, const tune_topology *t, const tune_accels *all, tune_placer *placer,
+                        managed_process *mp, process_cpuset *cs) {
+        uint64_t key = placement_key(mp->pid, mp->start_time);
+        process_cpuset own = {};
+        int r;
+
+        r = placement_set_process(placer, ctx, all, mp, key, NULL);
+        if (r < 0)
+                return r;
+        r = process_cpuset_read(ctx, t, mp->pid, &own);
+        if (r < 0 && r != -ESRCH)
+                log_warning_errno(r, "Failed to read the cgroup cpuset of pid %d, planning without it: %m", mp->pid);
+        r = tune_placer_set_cpuset(placer, key, process_cpuset_for_plan(&own), NULL);
+        if (cs) {
+                process_cpuset_done(cs);
+                *cs = own;
+        } else
+                process_cpuset_done(&own);
+        return r < 0 ? r : 0;
+}
+
+/* Who binds mp's threads, as the daemon would see it now: the rule and the engine's
+ * switches; under "auto" without a switch, the daemon's affinity record (it pinned them)
+ * or threads whose masks are narrower than what they may use (they bound themselves). */
+static binder explain_binding(const char *state_dir, const tune_ctx *ctx, const tune_topology *t, const managed_process *mp,
+                              const process_cpuset *cs, char *why, size_t size) {
+        _cleanup_(tune_affinity_record_done) tune_affinity_record rec = {};
+        binder b = binding_decide(mp, why, size);
+
+        if (b != BINDER_WATCHING)
+                return b;
+        if (tune_affinity_record_load(state_dir, mp->pid, &rec) >= 0 && rec.originals.start_time == mp->start_time) {
+                snprintf(why, size, "%s", "its threads did not bind themselves; npu-tuned pinned them");
+                return BINDER_DAEMON;
+        }
+        if (binding_threads_moved(ctx, mp->pid, cs->restricted ? &cs->plan.cpus : &t->usable, NULL, NULL)) {
+                snprintf(why, size, "%s", "its threads set their own CPU affinity");
+                return BINDER_ENGINE;
+        }
+        return b;
 }
 
 static int explain_computed(const daemon_options *o, json_object **ret) {
@@ -35,6 +78,7 @@ static int explain_computed(const daemon_options *o, json_object **ret) {
         Watcher *w = NULL;
         watcher_params params;
         managed_process *target = NULL;
+        _cleanup_(process_cpuset_done) process_cpuset target_cpuset = {};
         size_t n = 0;
         int r;
 
@@ -82,7 +126,7 @@ static int explain_computed(const daemon_options *o, json_object **ret) {
                 managed_process *other;
                 if (pids[i] == o->explain_pid || watcher_evaluate_pid(w, pids[i], &other) < 0)
                         continue;
-                if (plan_process(m->ctx, &m->accels, placer, other) < 0)
+                if (plan_process(m->ctx, m->topology, &m->accels, placer, other, NULL) < 0)
                         return log_oom(), 1;
         }
         r = watcher_evaluate_pid(w, o->explain_pid, &target);
@@ -90,13 +134,22 @@ static int explain_computed(const daemon_options *o, json_object **ret) {
                 fprintf(stderr, "npu-tuned: process %d went away\n", o->explain_pid);
                 return 1;
         }
-        r = plan_process(m->ctx, &m->accels, placer, target);
+        r = plan_process(m->ctx, m->topology, &m->accels, placer, target, &target_cpuset);
         if (r < 0) {
                 log_error_errno(r, "Failed to plan process %d: %m", o->explain_pid);
                 return 1;
         }
         const tune_plan *pl = tune_placer_get(placer, placement_key(target->pid, target->start_time));
+        char why[192];
+        binder b = explain_binding(o->state_dir, m->ctx, m->topology, target, &target_cpuset, why, sizeof why);
+        _cleanup_free_ char *report = NULL;
+        if (b == BINDER_ENGINE)
+                (void) binding_report(m->ctx, target->pid, pl, NULL, &report);
         r = explain_process_to_json(target, pl, -1, EXPLAIN_SOURCE_COMPUTED, ret);
+        if (r >= 0)
+                r = process_cpuset_to_json(&target_cpuset, *ret);
+        if (r >= 0)
+                r = binding_to_json(b, why, report, *ret);
         if (r < 0)
                 return log_oom(), 1;
         return 0;

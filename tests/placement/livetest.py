@@ -177,3 +177,23 @@ class Run:
         self.log.seek(0)
         print("--- daemon log ---")
         print(self.log.read())
+
+
+def explain(npu_tuned, policy_dir, pid):
+    """npu-tuned --explain PID --json with the test's policy, parsed."""
+    import json
+    import subprocess
+    ex = subprocess.run([npu_tuned, "--policy-dir", policy_dir, "--explain", str(pid), "--json"],
+                        capture_output=True, text=True, timeout=20)
+    if ex.returncode != 0:
+        fail(f"--explain exited {ex.returncode}: {ex.stderr}")
+    return json.loads(ex.stdout)
+
+
+def wait_running(daemon, log_path, timeout=15.0):
+    """Until the daemon logs "Running:"; fails with its log when it exits or takes too long."""
+    deadline = time.monotonic() + timeout
+    while "Running:" not in open(log_path).read():
+        if time.monotonic() > deadline or daemon.poll() is not None:
+            fail(f"daemon did not start: {open(log_path).read()}")
+        time.sleep(0.02)
