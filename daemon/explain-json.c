@@ -57,6 +57,12 @@ int explain_process_to_json(const managed_process *mp, const tune_plan *pl, doub
         if (r >= 0)
                 r = add(j, "rank", json_object_new_int(mp->rank));
         if (r >= 0)
+                r = add(j, "rank_refused", json_object_new_boolean(mp->attribution.rank_refused));
+        if (r >= 0)
+                r = add(j, "environment", json_object_new_string(tune_env_state_to_string(mp->env.state)));
+        if (r >= 0 && mp->env.inherited && mp->env.from_pid > 0 && mp->env.from_pid != mp->pid)
+                r = add(j, "environment_from_pid", json_object_new_int(mp->env.from_pid));
+        if (r >= 0)
                 r = json_object_object_add(j, "locality_pct", locality >= 0 ? json_object_new_double(locality) : NULL);
         if (r < 0) {
                 json_object_put(j);
@@ -123,8 +129,22 @@ void explain_print_text(json_object *j, FILE *f) {
         fprintf(f, "  accelerators:  %s (source: %s%s%s)\n", *str(j, "accelerators") ? str(j, "accelerators") : "none",
                 str(j, "accelerator_source"), *str(j, "accelerator_variable") ? ", " : "",
                 esc(str(j, "accelerator_variable"), e3, sizeof e3));
-        if (json_object_object_get_ex(j, "rank", &v) && json_object_get_int(v) >= 0)
-                fprintf(f, "  rank:          %d\n", json_object_get_int(v));
+        if (json_object_object_get_ex(j, "rank", &v) && json_object_get_int(v) >= 0) {
+                json_object *refused;
+                fprintf(f, "  rank:          %d%s\n", json_object_get_int(v),
+                        json_object_object_get_ex(j, "rank_refused", &refused) && json_object_get_boolean(refused)
+                                ? " (not used as a device index: the visible-devices list is unknown)"
+                                : "");
+        }
+        if (*str(j, "environment")) {
+                fprintf(f, "  environment:   %s", str(j, "environment"));
+                if (*str(j, "environment_from_pid"))
+                        fprintf(f, " (its launcher's: the variables of ancestor %s, its own being unusable)",
+                                str(j, "environment_from_pid"));
+                else if (!streq(str(j, "environment"), "read"))
+                        fprintf(f, " (and no launcher's environment stands in: npu-tuned does not guess its devices)");
+                fprintf(f, "\n");
+        }
         fprintf(f, "  action:        %s\n", str(j, "action"));
         if (streq(str(j, "action"), "place")) {
                 fprintf(f, "  CPU pool:      %s\n", or_dash(str(j, "pool")));

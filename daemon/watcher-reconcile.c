@@ -155,8 +155,11 @@ void watcher_resync(Watcher *w) {
                 if (parent && (parent->matched || tune_env_capture_usable(&parent->p.env))) {
                         e = entry_new(w, st.pid, st.start_time, st.ppid, parent->budget_uid, false);
                         if (e && parent->p.env.state == TUNE_ENV_READ &&
-                            tune_env_capture_copy(&e->p.env, &parent->p.env) >= 0)
+                            tune_env_capture_copy(&e->p.env, &parent->p.env) >= 0) {
+                                if (!e->p.env.inherited)
+                                        e->p.env.from_pid = parent->p.pid;
                                 e->p.env.inherited = true;
+                        }
                 }
                 watcher_evaluate(w, e, &st, NULL, EVAL_SCAN);
         }

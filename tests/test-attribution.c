@@ -397,16 +397,75 @@ static void test_rank_and_devices(void **state) {
         dev_t open_some[] = { makedev(1, 3), makedev(236, 1), makedev(236, 2) };
         dev_t open_manager_only[] = { makedev(1, 3), makedev(237, 0) }; /* /dev/davinci_manager */
         tune_attribution_input in = { .accels = &one_kind, .rank = -1, .accel_rdevs = rdevs };
+        tune_env_capture no_vars = { .state = TUNE_ENV_READ };
         tune_attribution a;
         (void) state;
 
         memcpy(one_kind_items, &items[2], sizeof one_kind_items); /* ascend 0-3 */
-        /* No variable, a rank, one kind on the host: all its devices are visible. */
+        /* An environment read (own or a launcher's) that sets no visible-devices variable,
+         * a rank, one kind on the host: all its devices are visible, rank picks one. */
+        in.env = &no_vars;
         in.rank = 6;
         assert_int_equal(tune_attribute(&in, &a), 0);
         assert_int_equal(a.source, TUNE_ATTRIBUTION_RANK);
+        assert_false(a.rank_refused);
         assert_accels(&a, "ascend:2");
         tune_attribution_done(&a);
+        /* The environment unknown: never read, wiped by setproctitle before anyone read it,
+         * unreadable. visible[rank] need not be device rank ("1,0"): no guess. */
+        for (tune_env_state st = TUNE_ENV_NOT_READ; st < _TUNE_ENV_STATE_MAX; st++) {
+                tune_env_capture unknown = { .state = st };
+                if (st == TUNE_ENV_READ)
+                        continue;
+                in.env = &unknown;
+                in.rank = 0;
+                assert_int_equal(tune_attribute(&in, &a), 0);
+                assert_int_equal(a.source, TUNE_ATTRIBUTION_NONE);
+                assert_true(a.rank_refused);
+                assert_int_equal(a.n_accels, 0);
+                tune_attribution_done(&a);
+        }
+        in.env = NULL;
+        assert_int_equal(tune_attribute(&in, &a), 0);
+        assert_int_equal(a.source, TUNE_ATTRIBUTION_NONE);
+        assert_true(a.rank_refused);
+        tune_attribution_done(&a);
+        /* ... but the device files it holds still decide, the rank picking none of them. */
+        {
+                tune_env_capture wiped = { .state = TUNE_ENV_WIPED };
+                in.env = &wiped;
+                in.rank = 1;
+                in.open_devices = open_some + 1;
+                in.n_open_devices = 1;
+                assert_int_equal(tune_attribute(&in, &a), 0);
+                assert_int_equal(a.source, TUNE_ATTRIBUTION_DEVICE_FILES);
+                assert_accels(&a, "ascend:1");
+                tune_attribution_done(&a);
+                in.open_devices = NULL;
+                in.n_open_devices = 0;
+        }
+        /* A launcher's capture that names the list: the rank indexes IT, not the devices. */
+        {
+                tune_policy_kind edu = { .visible_env = (char *) "EDU_VISIBLE" };
+                tune_env_capture launcher = env_of((const char *[]){ "EDU_VISIBLE=1,0" }, 1);
+                snprintf(edu.kind.name, sizeof edu.kind.name, "edu");
+                launcher.inherited = true;
+                launcher.from_pid = 100;
+                tune_attribution_input e = { .accels = &host, .kinds = &edu, .n_kinds = 1, .env = &launcher, .rank = 0 };
+                assert_int_equal(tune_attribute(&e, &a), 0);
+                assert_int_equal(a.source, TUNE_ATTRIBUTION_ENV_INHERITED);
+                assert_string_equal(a.variable, "EDU_VISIBLE");
+                assert_accels(&a, "edu:1");
+                assert_false(a.rank_refused);
+                tune_attribution_done(&a);
+                e.rank = 1;
+                assert_int_equal(tune_attribute(&e, &a), 0);
+                assert_accels(&a, "edu:0");
+                tune_attribution_done(&a);
+                tune_env_capture_done(&launcher);
+        }
+        in.env = &no_vars;
+        in.rank = 6;
         /* Two kinds: a rank alone cannot say which; the device files decide. */
         in.accels = &host;
         in.accel_rdevs = NULL;

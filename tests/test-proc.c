@@ -14,6 +14,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "fake-proc.h"
+
 #include "npu-tuned/context.h"
 #include "npu-tuned/macro.h"
 #include "npu-tuned/match.h"
@@ -135,29 +137,8 @@ static void test_cmdline_comm_escape(void **state) {
 
 static char root[256];
 
-/* mkdir -p of every parent of path. */
-static void mkparents(const char *path) {
-        char buf[512];
-
-        snprintf(buf, sizeof buf, "%s", path);
-        for (char *p = buf + 1; *p; p++)
-                if (*p == '/') {
-                        *p = 0;
-                        (void) mkdir(buf, 0755);
-                        *p = '/';
-                }
-}
-
 static void put(const char *rel, const void *data, size_t len) {
-        char path[512];
-        int fd;
-
-        snprintf(path, sizeof path, "%s/%s", root, rel);
-        mkparents(path);
-        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        assert_true(fd >= 0);
-        assert_int_equal(write(fd, data, len), (ssize_t) len);
-        close(fd);
+        fake_proc_put(root, rel, data, len);
 }
 #define PUTS(rel, s) put(rel, s, strlen(s))
 
@@ -180,7 +161,7 @@ static int setup_fake(void **state) {
                 assert_int_equal(symlink("/usr/bin/python3.11 (deleted)", path), 0);
                 /* environ that cannot be read: a directory */
                 snprintf(path, sizeof path, "%s/proc/456/environ/", root);
-                mkparents(path);
+                fake_proc_mkparents(path);
         }
         PUTS("proc/456/stat", "456 (x) S 1 456 456 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 7 0 0\n");
         /* A huge environ, with our variable past the read bound. */

@@ -80,6 +80,10 @@ typedef struct tune_attribution {
         unsigned n_unknown;    /* ids that name no accelerator here, or are malformed */
         bool order_assumed;    /* CUDA's default FASTEST_FIRST order taken as PCI order on a
                                 * host whose GPUs are not all the same model */
+        bool rank_refused;     /* a rank, one kind of device, but the visible-devices list is
+                                * unknown (the environment was not read, wiped or unreadable,
+                                * and no ancestor's stood in): the rank was NOT used as a device
+                                * index, since visible[rank] need not be device rank */
 } tune_attribution;
 
 void tune_attribution_done(tune_attribution *a);
@@ -103,8 +107,10 @@ typedef struct tune_attribution_input {
 /* Decide. In order: the rule's list (TUNE_ACCEL_EXPLICIT; nothing else is looked at);
  * TUNE_ACCEL_NONE decides nothing; otherwise the first visible-devices variable (ascend,
  * nvidia, amd, then the policy kinds) that names at least one existing device of a kind
- * this host has; else, with a rank and a single kind of accelerator on the host, that
- * entry of all its devices; else the device files. A rank picks entry rank % n of the
+ * this host has; else, with a rank, a single kind of accelerator on the host and an
+ * environment known to set no such variable (env usable: read, own or inherited), that
+ * entry of all its devices (with the environment unknown: rank_refused, no guess); else
+ * the device files. A rank picks entry rank % n of the
  * list it applies to (the rule's or a variable's). Returns 0 (also when nothing decided:
  * source NONE) or -ENOMEM. */
 int tune_attribute(const tune_attribution_input *in, tune_attribution *ret);

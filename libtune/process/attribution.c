@@ -341,7 +341,7 @@ int tune_attribution_copy(tune_attribution *dst, const tune_attribution *src) {
 
 bool tune_attribution_equal(const tune_attribution *a, const tune_attribution *b) {
         if (a->source != b->source || a->n_accels != b->n_accels || a->rank != b->rank ||
-            a->rank_picked != b->rank_picked || !streq(a->variable, b->variable))
+            a->rank_picked != b->rank_picked || a->rank_refused != b->rank_refused || !streq(a->variable, b->variable))
                 return false;
         for (unsigned i = 0; i < a->n_accels; i++)
                 if (a->accels[i].index != b->accels[i].index || !streq(a->accels[i].kind, b->accels[i].kind))
@@ -602,13 +602,19 @@ int tune_attribute(const tune_attribution_input *in, tune_attribution *ret) {
                 }
         }
 
-        /* A rank and one kind of accelerator: all its devices are visible. */
+        /* A rank and one kind of accelerator: all its devices are visible, but only if
+         * the environment is known to set no visible-devices variable. With it unknown
+         * (wiped before anyone read it, a launcher that is gone) the list may well be
+         * "1,0": device rank would be a guess, and a wrong one pins next to another
+         * process's device. */
         if (in->rank >= 0 && accels->n > 0) {
                 bool one_kind = true;
                 for (unsigned i = 1; i < accels->n; i++)
                         if (!streq(accels->items[i].kind, accels->items[0].kind))
                                 one_kind = false;
-                if (one_kind) {
+                if (one_kind && !tune_env_capture_usable(in->env))
+                        a.rank_refused = true;
+                else if (one_kind) {
                         const char *kind = accels->items[0].kind;
                         unsigned n = kind_base(accels, kind, streq(kind, "nvidia"), buf);
                         if (streq(kind, "nvidia") && !same_model(accels, buf, n))

@@ -5,10 +5,14 @@
  *   npt-server vllm TP          like `vllm serve`: spawns TP workers by fork+exec of
  *                               itself ("npt-server vllm-worker R"), like multiprocessing's
  *                               spawn start method; keeps its own name and environment
- *   npt-server vllm-worker R    after a Python-like start-up delay, retitles itself
+ *   npt-server vllm-orphans TP  the same, but the workers outlive the launcher, which
+ *                               exits once they have retitled (a launcher that crashed):
+ *                               they are adopted by init or a subreaper
+ *   npt-server vllm-worker R    starts one unnamed (compute) thread, then after a
+ *                               Python-like start-up delay retitles itself
  *                               "VLLM::Worker_TP<R>" the way setproctitle does (argv and
  *                               environ overwritten, comm set), then starts acl_thread,
- *                               hccl_watchdog_t and two unnamed threads
+ *                               release_thread, hccl_watchdog_t and two unnamed threads
  *   npt-server sglang TP        like sglang.launch_server whose environ was overwritten:
  *                               wipes its own environ area, then forks (no exec) TP
  *                               schedulers that retitle to "sglang::scheduler_TP<n>"
@@ -25,6 +29,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,11 +97,14 @@ static void wait_forever(void) {
                 pause();
 }
 
+static bool orphans; /* children outlive us (no PR_SET_PDEATHSIG) */
+
 static pid_t spawn(char *const argv[], char *const envp[]) {
         pid_t pid = fork();
 
         if (pid == 0) {
-                (void) prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+                if (!orphans)
+                        (void) prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
                 execve(self, argv, envp ? envp : environ);
                 _exit(127);
         }
@@ -122,6 +130,10 @@ static int mode_vllm(int tp) {
                 char *argv[] = { (char *) self, (char *) "vllm-worker", rank, NULL };
                 spawn(argv, NULL);
         }
+        if (orphans) {
+                msleep(1000); /* the workers have retitled */
+                return 0;
+        }
         wait_forever();
         return 0;
 }
@@ -129,10 +141,12 @@ static int mode_vllm(int tp) {
 static int mode_vllm_worker(int rank) {
         char title[64];
 
+        start_thread(NULL); /* a compute thread older than the title (torch's pool) */
         msleep(150); /* the interpreter starts, imports torch, ... */
         snprintf(title, sizeof title, "VLLM::Worker_TP%d", rank);
         setproctitle(title);
         start_thread("acl_thread");
+        start_thread("release_thread");
         start_thread("hccl_watchdog_t");
         start_thread(NULL);
         start_thread(NULL);
@@ -257,6 +271,10 @@ int main(int argc, char *argv[]) {
         const char *mode = argv[1];
         if (strcmp(mode, "vllm") == 0 && argc == 3)
                 return mode_vllm(atoi(argv[2]));
+        if (strcmp(mode, "vllm-orphans") == 0 && argc == 3) {
+                orphans = true;
+                return mode_vllm(atoi(argv[2]));
+        }
         if (strcmp(mode, "vllm-worker") == 0 && argc == 3)
                 return mode_vllm_worker(atoi(argv[2]));
         if (strcmp(mode, "sglang") == 0 && argc == 3)

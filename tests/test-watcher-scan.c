@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The watcher's attribution of processes it finds already running (the start-up scan,
+ * --explain), on a fake /proc: a vLLM-shaped server whose TP workers wiped their
+ * environment with setproctitle, the visible list "1,0" only in the launcher's.
+ *
+ *   pid 1            init, EDU_VISIBLE_DEVICES=0,1 (must never stand in)
+ *   pid 4000100      python3 -m vllm serve, EDU_VISIBLE_DEVICES=1,0 (the launcher)
+ *     4000101/102    VLLM::Worker_TP0/1, environ wiped
+ *   pid 4000200      bash (no rule could match it), EDU_VISIBLE_DEVICES=0,1
+ *     4000201        python3, environ wiped (an sglang-like launcher)
+ *       4000202      VLLM::Worker_TP0, environ wiped
+ *   pid 4000301      VLLM::Worker_TP0 whose launcher died: ppid 1, environ wiped
+ *
+ * The pids are high so that pidfd_open() on the real kernel finds nothing. */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "fake-proc.h"
+#include <systemd/sd-event.h>
+
+#include "npu-tuned/context.h"
+#include "npu-tuned/policy.h"
+#include "watcher.h"
+
+static char root[256];
+
+static void put(const char *rel, const void *data, size_t len) {
+        fake_proc_put(root, rel, data, len);
+}
+
+/* One process: stat (start time = pid, so ancestors start first), status, comm, exe,
+ * cmdline (words separated by NULs) and environ as given (len bytes). */
+static void process(int pid, int ppid, const char *comm, const char *exe, const char *cmdline, const char *env,
+                    size_t env_len) {
+        char rel[128], buf[512], path[512];
+        int n;
+
+        snprintf(rel, sizeof rel, "proc/%d/stat", pid);
+        n = snprintf(buf, sizeof buf, "%d (%s) S %d %d %d 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 %d 0 0\n", pid, comm,
+                     ppid, pid, pid, pid);
+        put(rel, buf, (size_t) n);
+        snprintf(rel, sizeof rel, "proc/%d/status", pid);
+        n = snprintf(buf, sizeof buf, "Name:\t%s\nTgid:\t%d\nPPid:\t%d\nUid:\t0\t0\t0\t0\n", comm, pid, ppid);
+        put(rel, buf, (size_t) n);
+        snprintf(rel, sizeof rel, "proc/%d/comm", pid);
+        n = snprintf(buf, sizeof buf, "%s\n", comm);
+        put(rel, buf, (size_t) n);
+        snprintf(rel, sizeof rel, "proc/%d/task/%d/comm", pid, pid);
+        put(rel, buf, (size_t) n);
+        snprintf(rel, sizeof rel, "proc/%d/cmdline", pid);
+        n = snprintf(buf, sizeof buf, "%s", cmdline);
+        for (int i = 0; i < n; i++)
+                if (buf[i] == ' ')
+                        buf[i] = 0;
+        put(rel, buf, (size_t) n + 1);
+        snprintf(rel, sizeof rel, "proc/%d/environ", pid);
+        put(rel, env, env_len);
+        snprintf(path, sizeof path, "%s/proc/%d/exe", root, pid);
+        assert_int_equal(symlink(exe, path), 0);
+}
+
+static const char wiped[64]; /* what setproctitle leaves: NULs */
+#define ENV(s) s, sizeof(s) - 1
+
+static const char policy_json[] =
+        "{ \"version\": 1,"
+        "  \"accelerators\": { \"kinds\": [ { \"name\": \"edu\", \"pci_id\": \"1234:11e8\","
+        "                                   \"visible_devices_env\": \"EDU_VISIBLE_DEVICES\" } ] },"
+        "  \"processes\": [ { \"name\": \"vllm-worker\","
+        "    \"match\": { \"exe\": \"*/python3*\", \"cmdline\": \"^[A-Za-z0-9_.-]+::Worker(_[A-Z]+[0-9]+)*( |$)\" },"
+        "    \"accelerators\": \"auto\", \"rank\": { \"from\": \"cmdline\", \"regex\": \"_TP([0-9]+)\" } } ] }";
+
+static tune_accel edu_items[2];
+static tune_accels edu = { .items = edu_items, .n = 2 };
+
+static int setup(void **state) {
+        snprintf(root, sizeof root, "/tmp/test-watcher-scan-XXXXXX");
+        assert_non_null(mkdtemp(root));
+        process(1, 0, "init", "/usr/lib/systemd/systemd", "/sbin/init", ENV("EDU_VISIBLE_DEVICES=0,1\0"));
+        process(4000100, 1, "python3", "/usr/bin/python3.11", "python3 -m vllm.entrypoints.openai.api_server",
+                ENV("PATH=/bin\0EDU_VISIBLE_DEVICES=1,0\0"));
+        process(4000101, 4000100, "VLLM::Worker_TP", "/usr/bin/python3.11", "VLLM::Worker_TP0", wiped, sizeof wiped);
+        process(4000102, 4000100, "VLLM::Worker_TP", "/usr/bin/python3.11", "VLLM::Worker_TP1", wiped, sizeof wiped);
+        process(4000200, 1, "bash", "/usr/bin/bash", "bash run.sh", ENV("EDU_VISIBLE_DEVICES=0,1\0"));
+        process(4000201, 4000200, "python3", "/usr/bin/python3.11", "python3 launch.py", wiped, sizeof wiped);
+        process(4000202, 4000201, "VLLM::Worker_TP", "/usr/bin/python3.11", "VLLM::Worker_TP0", wiped, sizeof wiped);
+        process(4000301, 1, "VLLM::Worker_TP", "/usr/bin/python3.11", "VLLM::Worker_TP0", wiped, sizeof wiped);
+        for (int i = 0; i < 2; i++) {
+                edu_items[i] = (tune_accel){ .index = i, .vendor = 0x1234, .device = 0x11e8, .numa_node = 1 + 2 * i };
+                snprintf(edu_items[i].kind, sizeof edu_items[i].kind, "edu");
+                snprintf(edu_items[i].pci, sizeof edu_items[i].pci, "0000:%02x:00.0", 0x21 + 0x40 * i);
+        }
+        *state = NULL;
+        return 0;
+}
+
+static int teardown(void **state) {
+        char cmd[300];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+        assert_int_equal(system(cmd), 0);
+        return 0;
+}
+
+typedef struct fixture {
+        tune_ctx *ctx;
+        tune_policy *policy;
+        sd_event *event;
+        Watcher *w;
+} fixture;
+
+static void fixture_open(fixture *f) {
+        watcher_params params;
+
+        assert_int_equal(tune_ctx_new(root, &f->ctx), 0);
+        tune_policy_errors errors = {};
+        int r = tune_policy_parse_string(policy_json, "test.json", &f->policy, &errors);
+        for (unsigned i = 0; i < errors.n; i++) {
+                char *m = NULL;
+                (void) tune_policy_error_format(&errors.items[i], &m);
+                fprintf(stderr, "policy: %s\n", m);
+                free(m);
+        }
+        tune_policy_errors_done(&errors);
+        assert_int_equal(r, 0);
+        assert_int_equal(sd_event_new(&f->event), 0);
+        watcher_params_from_policy(f->policy, &params);
+        assert_int_equal(watcher_new(f->event, f->ctx, &edu, f->policy, &params, NULL, NULL, &f->w), 0);
+}
+
+static void fixture_close(fixture *f) {
+        watcher_release_all(f->w);
+        watcher_free(f->w);
+        sd_event_unref(f->event);
+        tune_policy_free(f->policy);
+        tune_ctx_free(f->ctx);
+}
+
+static void expect(Watcher *w, pid_t pid, tune_attribution_source source, const char *accels, bool refused,
+                   pid_t env_from) {
+        managed_process *p = NULL;
+        char *s = NULL;
+
+        assert_int_equal(watcher_evaluate_pid(w, pid, &p), 0);
+        assert_int_equal(tune_attribution_format_accels(&p->attribution, &s), 0);
+        fprintf(stderr, "pid %d: rank %d, %s from %s%s, environment %s from %d\n", (int) pid, p->rank, s,
+                tune_attribution_source_to_string(p->attribution.source), p->attribution.rank_refused ? " (refused)" : "",
+                tune_env_state_to_string(p->env.state), (int) p->env.from_pid);
+        assert_string_equal(s, accels);
+        assert_int_equal(p->attribution.source, source);
+        assert_int_equal(p->attribution.rank_refused, refused);
+        if (env_from)
+                assert_int_equal(p->env.from_pid, env_from);
+        free(s);
+}
+
+/* Each worker alone, first: nothing of its launcher is in the registry (--explain's first
+ * evaluation; a scan that meets a worker before its launcher). The launcher's environment
+ * in /proc stands in: visible[rank], not device rank. */
+static void test_launcher_environment(void **state) {
+        fixture f = {};
+        (void) state;
+
+        fixture_open(&f);
+        expect(f.w, 4000101, TUNE_ATTRIBUTION_ENV_INHERITED, "edu:1", false, 4000100);
+        expect(f.w, 4000102, TUNE_ATTRIBUTION_ENV_INHERITED, "edu:0", false, 4000100);
+        fixture_close(&f);
+}
+
+/* The launcher wiped its own environment too; the shell above it is no process a rule
+ * could match, so its environment does not stand in (it need not be what the launcher
+ * passed on). Nor does init's, for a worker whose launcher died. No guess: unattributed,
+ * rank refused. */
+static void test_no_guess(void **state) {
+        fixture f = {};
+        (void) state;
+
+        fixture_open(&f);
+        expect(f.w, 4000202, TUNE_ATTRIBUTION_NONE, "", true, 0);
+        expect(f.w, 4000301, TUNE_ATTRIBUTION_NONE, "", true, 0);
+        fixture_close(&f);
+}
+
+/* A worker that is not a descendant of the pid in its stat (the pid was reused by a
+ * process that started later): not an ancestor, not used. */
+static void test_reused_parent_pid(void **state) {
+        fixture f = {};
+        (void) state;
+
+        process(4000401, 4000500, "VLLM::Worker_TP", "/usr/bin/python3.11", "VLLM::Worker_TP1", wiped, sizeof wiped);
+        process(4000500, 1, "python3", "/usr/bin/python3.11", "python3 other.py", ENV("EDU_VISIBLE_DEVICES=1,0\0"));
+        fixture_open(&f);
+        expect(f.w, 4000401, TUNE_ATTRIBUTION_NONE, "", true, 0);
+        fixture_close(&f);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_launcher_environment),
+                cmocka_unit_test(test_no_guess),
+                cmocka_unit_test(test_reused_parent_pid),
+        };
+        return cmocka_run_group_tests(tests, setup, teardown);
+}
