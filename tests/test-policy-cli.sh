@@ -35,14 +35,14 @@ $(diff "$tmp/want" "$tmp/err")"
 }
 
 # The shipped policies, each alone (host warnings allowed: this machine is not theirs).
-for p in default atlas-800i-a2 nvidia-hgx; do
+for p in 10-default 50-atlas-800i-a2 50-nvidia-hgx; do
         expect 0 - -- --check-policy "$src/policies/$p.json"
         grep -q '^OK: 1 file, [0-9]* process rules, 0 accelerator kinds, 0 NUMA overrides' "$tmp/out" ||
                 fail "$p.json: summary: $(cat "$tmp/out")"
 done
 # ... and as installed: a host policy or the site drop-in on top of the default.
-expect 0 - -- --check-policy "$src/policies/default.json" "$src/policies/atlas-800i-a2.json"
-expect 0 - -- --check-policy "$src/policies/default.json" "$src/tests/policy/dropin-site.json"
+expect 0 - -- --check-policy "$src/policies/10-default.json" "$src/policies/50-atlas-800i-a2.json"
+expect 0 - -- --check-policy "$src/policies/10-default.json" "$src/tests/policy/dropin-site.json"
 grep -q '^OK: 2 files, 6 process rules' "$tmp/out" || fail "drop-in: $(cat "$tmp/out")"
 expect 0 - -- --check-policy "$src/tests/policy/every-key.json"
 
@@ -91,7 +91,7 @@ expect 1 "$tmp/empty: no *.json policy files" -- --check-policy "$tmp/empty"
 
 # Permissions, as the daemon (root) would see them.
 if [ "$(id -u)" = 0 ]; then
-        cp "$src/policies/default.json" "$tmp/open.json"
+        cp "$src/policies/10-default.json" "$tmp/open.json"
         chmod 0666 "$tmp/open.json"
         expect 1 "$tmp/open.json: writable by group and others (mode 0666): refusing it (chmod go-w $tmp/open.json)" \
                 -- --check-policy "$tmp/open.json"
@@ -102,7 +102,7 @@ fi
 
 # --print-policy: the merged policy, which loads back.
 mkdir "$tmp/dir" "$tmp/printed"
-cp "$src/policies/default.json" "$tmp/dir/10-default.json"
+cp "$src/policies/10-default.json" "$tmp/dir/10-default.json"
 cp "$src/tests/policy/dropin-site.json" "$tmp/dir/50-site.json"
 expect 0 - -- --print-policy --policy-dir "$tmp/dir"
 cp "$tmp/out" "$tmp/printed/merged.json"
@@ -119,6 +119,43 @@ npu-tuned: cannot read the topology below /nonexistent-root-for-test (No such fi
 cp "$src/tests/policy/bad-typo.json" "$tmp/dir/60-typo.json"
 expect 1 "$tmp/dir/60-typo.json: host.thp.defarg: unknown key (did you mean \"defrag\"?) (line 4, column 34)" \
         -- --print-policy --policy-dir "$tmp/dir"
+
+# File order, as an operator installs it: the shipped 10-default.json, the Atlas example
+# linked into /etc under its own name (50-...) and a site drop-in 60-site.json lowering one
+# value. The drop-in sorts last and wins; the example's values win over the default's;
+# --check-policy and --print-policy say which file set each value and what it replaced.
+mkdir -p "$tmp/order/usr" "$tmp/order/etc"
+cp "$src/policies/10-default.json" "$tmp/order/usr/"
+ln -s "$src/policies/50-atlas-800i-a2.json" "$tmp/order/etc/50-atlas-800i-a2.json"
+site=$tmp/order/etc/60-site.json
+printf '{\n  "version": 1,\n  "processes": [\n    { "name": "vllm-worker",\n      "memory": { "min_free_mib": 64 } }\n  ]\n}\n' >"$site"
+expect 0 - -- --check-policy "$tmp/order/usr" "$tmp/order/etc"
+grep -q '^OK: 3 files' "$tmp/out" || fail "order: $(cat "$tmp/out")"
+grep -q 'is overridden' "$tmp/err" && fail "order: a warning on the intended override: $(cat "$tmp/err")"
+grep -Fxq "  processes[vllm-worker].memory.min_free_mib = 64  <- $site:5" "$tmp/out" ||
+        fail "order: min_free_mib's origin: $(grep min_free "$tmp/out")"
+grep -Fxq "      replaces 8192  <- $tmp/order/etc/50-atlas-800i-a2.json:39" "$tmp/out" ||
+        fail "order: what the drop-in replaced: $(grep -A2 'vllm-worker].memory.min_free' "$tmp/out")"
+grep -Fxq "  processes[vllm-worker].memory.migrate = true  <- $tmp/order/etc/50-atlas-800i-a2.json:37" "$tmp/out" ||
+        fail "order: the example does not win over the default: $(grep 'vllm-worker].memory.migrate' "$tmp/out")"
+expect 0 - -- --print-policy --policy-dir "$tmp/order/usr" --policy-dir "$tmp/order/etc"
+python3 -c '
+import json, sys
+w = [r for r in json.load(open(sys.argv[1]))["processes"] if r["name"] == "vllm-worker"][0]
+assert w["memory"]["min_free_mib"] == 64 and w["memory"]["migrate"] is True and w["threads"]["compute"]["cpus"] == 3, w
+' "$tmp/out" || fail "--print-policy: the merged vllm-worker rule is not the drop-in over the example over the default"
+grep -Fq "  processes[vllm-worker].memory.min_free_mib = 64  <- $site:5" "$tmp/err" ||
+        fail "--print-policy does not say where min_free_mib comes from: $(cat "$tmp/err")"
+# The same drop-in beside a copy of the example under an unnumbered name: the copy sorts
+# after 60-site.json and silently took the drop-in's value back. Now it still does (name
+# order is the rule), but the warning names both files and the fix.
+rm "$tmp/order/etc/50-atlas-800i-a2.json"
+cp "$src/policies/50-atlas-800i-a2.json" "$tmp/order/etc/atlas-800i-a2.json"
+expect 0 - -- --check-policy "$tmp/order/usr" "$tmp/order/etc"
+grep -Fq "$site: processes[0].memory.min_free_mib: warning: 64 is overridden by 8192 from $tmp/order/etc/atlas-800i-a2.json (line 39), which is read after it: files merge in the order of their names, whatever their directory; name a drop-in so that it sorts after the files it adapts (60-site.json after 50-atlas-800i-a2.json) (line 5, column 19)" "$tmp/err" ||
+        fail "no warning for the overridden drop-in value: $(cat "$tmp/err")"
+grep -Fxq "      replaces 64  <- $site:5 (not a shipped file: see the warning)" "$tmp/out" ||
+        fail "order: the overridden drop-in value is not shown: $(grep -A2 'vllm-worker].memory.min_free' "$tmp/out")"
 
 # The daemon refuses to start with a bad policy, and says so.
 "$bin" --no-watch --policy-dir "$tmp/dir" >"$tmp/out" 2>"$tmp/err"
@@ -144,7 +181,7 @@ for f in "$tmp"/man/*.json; do
         [ -e "$f" ] || break
         n=$((n + 1))
         case $f in
-        */dropin-*) expect 0 - -- --check-policy "$src/policies/default.json" "$f" ;;
+        */dropin-*) expect 0 - -- --check-policy "$src/policies/10-default.json" "$f" ;;
         *) expect 0 - -- --check-policy "$f" ;;
         esac
 done

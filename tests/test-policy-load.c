@@ -338,8 +338,8 @@ static void test_shipped_and_embedded(void **state) {
         (void) state;
 
         assert_non_null(src);
-        /* The embedded default is policies/default.json, byte for byte. */
-        snprintf(path, sizeof path, "%s/policies/default.json", src);
+        /* The embedded default is policies/10-default.json, byte for byte. */
+        snprintf(path, sizeof path, "%s/policies/10-default.json", src);
         text = read_all(path);
         assert_string_equal(tune_policy_default_json, text);
         free(text);
@@ -367,7 +367,7 @@ static void test_shipped_and_embedded(void **state) {
 
         /* Each shipped policy loads alone without a problem, and each host policy on top of
          * the default (as an operator installs it). */
-        const char *names[] = { "default.json", "atlas-800i-a2.json", "nvidia-hgx.json" };
+        const char *names[] = { "10-default.json", "50-atlas-800i-a2.json", "50-nvidia-hgx.json" };
         for (unsigned i = 0; i < ELEMENTSOF(names); i++) {
                 char one[512];
                 snprintf(one, sizeof one, "%s/policies/%s", src, names[i]);
@@ -378,8 +378,8 @@ static void test_shipped_and_embedded(void **state) {
                 tune_policy_free(p);
         }
         char def[512], hgx[512];
-        snprintf(def, sizeof def, "%s/policies/default.json", src);
-        snprintf(hgx, sizeof hgx, "%s/policies/nvidia-hgx.json", src);
+        snprintf(def, sizeof def, "%s/policies/10-default.json", src);
+        snprintf(hgx, sizeof hgx, "%s/policies/50-nvidia-hgx.json", src);
         const char *dirs[] = { def, hgx };
         assert_int_equal(load_dirs(dirs, 2, false, false, &p, &problems), 0);
         assert_string_equal(problems, "");

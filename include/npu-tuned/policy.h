@@ -212,7 +212,9 @@ typedef int (*tune_policy_resolve_user_t)(const char *name, uid_t *ret, void *us
 
 typedef struct tune_policy_load_params {
         const char *const *dirs; /* NULL: the shipped dir, then /etc/npu-tuned/policies.d.
-                                  * An entry may also be a single file (--check-policy). */
+                                  * An entry may also be a single file (--check-policy).
+                                  * With several, the first stands for the shipped dir:
+                                  * a later file overriding its values gets no warning. */
         unsigned n_dirs;
         bool check_owner;        /* refuse files not owned by root or group/world-writable */
         bool owner_warnings;     /* with check_owner: report those as warnings (a check run
@@ -226,7 +228,7 @@ typedef struct tune_policy_load_params {
  * -ENOENT (and no error entries) when no *.json file was found in any of them: the
  * caller then uses tune_policy_load_embedded(). -EINVAL when *errors has errors. */
 int tune_policy_load(const tune_policy_load_params *params, tune_policy **ret, tune_policy_errors *errors);
-/* The compiled-in default policy (policies/default.json). */
+/* The compiled-in default policy (policies/10-default.json). */
 int tune_policy_load_embedded(tune_policy **ret, tune_policy_errors *errors);
 extern const char tune_policy_default_json[];
 /* One JSON document; filename only names it in errors. */
@@ -238,6 +240,29 @@ int tune_policy_parse_buffer(const char *json, size_t len, const char *filename,
 tune_policy *tune_policy_free(tune_policy *p);
 DEFINE_TRIVIAL_CLEANUP_FUNC(tune_policy *, tune_policy_free);
 void tune_policy_errors_done(tune_policy_errors *errors);
+/* Where each effective value of a loaded policy comes from (libtune/policy-origin.c):
+ * the file that set it last, and the earlier files whose value it replaced. */
+typedef struct tune_policy_origin_lost {
+        char *value;      /* JSON text */
+        const char *file; /* owned by the policy */
+        int line;         /* 0: unknown */
+        bool shipped;     /* a shipped file's value: replacing it is what drop-ins are for */
+} tune_policy_origin_lost;
+
+typedef struct tune_policy_origin {
+        char *key_path;   /* "processes[vllm-worker].memory.min_free_mib": list entries by name */
+        char *value;      /* the effective value, JSON text */
+        const char *file; /* owned by the policy */
+        int line;
+        tune_policy_origin_lost *overridden; /* in file order */
+        unsigned n_overridden;
+} tune_policy_origin;
+
+/* Every value the policy's files set (comments left out), in document order. The
+ * embedded policy has none of these (*ret_n 0). */
+int tune_policy_origins(const tune_policy *p, tune_policy_origin **ret, unsigned *ret_n);
+void tune_policy_origins_free(tune_policy_origin *l, unsigned n);
+
 /* Number of entries that are errors (not warnings). */
 unsigned tune_policy_errors_count(const tune_policy_errors *errors) _pure_;
 /* "FILE: key.path: message (line L, column C)", with "warning: " before the message for

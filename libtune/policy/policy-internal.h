@@ -18,6 +18,8 @@ typedef struct tune_policy_source {
         char *text;         /* NUL terminated */
         size_t len;
         json_object *doc;   /* the parsed document */
+        bool shipped;       /* from the shipped directory (or the first of several paths given):
+                             * drop-ins are expected to override its values */
 } tune_policy_source;
 
 struct tune_policy_sources {
@@ -85,6 +87,17 @@ int policy_attribute_errors(const struct tune_policy_sources *s, tune_policy_err
 /* The file and file key path for one merged key path; *ret_file points into s. */
 int policy_attribute(const struct tune_policy_sources *s, const char *merged_path, const char **ret_file, char **ret_path,
                      int *ret_line, int *ret_column);
+
+/* The value file i of s sets at merged_path: 1 with *ret_value (owned by s), the path in
+ * the file's terms (*ret_path, caller frees), its line and column (0: unknown); 0 when that file
+ * does not set it. */
+int policy_source_value(const struct tune_policy_sources *s, unsigned i, const char *merged_path, json_object **ret_value,
+                        char **ret_path, int *ret_line, int *ret_column);
+/* The key that identifies elements of a list merged by name ("name", "pci"), or NULL. */
+const char *policy_list_id_key(unsigned depth, const char *parent, const char *key);
+/* Warnings for values a file sets that a later file overrides, unless the earlier file is
+ * a shipped one (policy-origin.c). */
+int policy_check_overrides(const struct tune_policy_sources *s, tune_policy_errors *errors);
 
 /* A PCI address as lspci prints it, with or without the domain ("c1:00.0" is
  * "0000:c1:00.0"), normalised. */

@@ -375,7 +375,8 @@ static int split_path(const char *path, component **ret, size_t *ret_n) {
 /* Follow the first n components through the merged document and one file's document in
  * step; elements of lists merged by name are found by their name. Writes the path in the
  * file's terms. */
-static bool translate(json_object *merged, json_object *doc, const component *c, size_t n, char *out, size_t out_size) {
+static bool translate(json_object *merged, json_object *doc, const component *c, size_t n, char *out, size_t out_size,
+                      json_object **ret_value) {
         json_object *m = merged, *d = doc;
         const char *parent = NULL, *id_key = NULL;
         size_t len = 0;
@@ -421,6 +422,8 @@ static bool translate(json_object *merged, json_object *doc, const component *c,
                         return false;
                 len += (size_t) w;
         }
+        if (ret_value)
+                *ret_value = d;
         return true;
 }
 
@@ -442,7 +445,7 @@ static int attribute(const struct tune_policy_sources *s, const char *merged_pat
         for (size_t k = n + 1; k-- > 0;)
                 for (unsigned j = 0; j < s->n; j++) {
                         unsigned f = first ? j : s->n - 1 - j;
-                        if (!s->items[f].doc || !translate(s->merged, s->items[f].doc, c, k, buf, sizeof buf))
+                        if (!s->items[f].doc || !translate(s->merged, s->items[f].doc, c, k, buf, sizeof buf, NULL))
                                 continue;
                         /* The member is missing in every file: name its parent, but keep the
                          * key that is missing in the path ("processes[2].match"). */
@@ -471,6 +474,35 @@ static int attribute(const struct tune_policy_sources *s, const char *merged_pat
 int policy_attribute(const struct tune_policy_sources *s, const char *merged_path, const char **ret_file, char **ret_path,
                      int *ret_line, int *ret_column) {
         return attribute(s, merged_path, false, ret_file, ret_path, ret_line, ret_column);
+}
+
+int policy_source_value(const struct tune_policy_sources *s, unsigned i, const char *merged_path, json_object **ret_value,
+                        char **ret_path, int *ret_line, int *ret_column) {
+        _cleanup_free_ component *c = NULL;
+        char buf[1024];
+        size_t n;
+        int r;
+
+        *ret_value = NULL;
+        if (!s || i >= s->n || !s->items[i].doc)
+                return 0;
+        r = split_path(merged_path, &c, &n);
+        if (r < 0)
+                return r;
+        if (!translate(s->merged, s->items[i].doc, c, n, buf, sizeof buf, ret_value))
+                return 0;
+        *ret_line = *ret_column = 0;
+        (void) policy_locate(s->items[i].text, s->items[i].len, buf, ret_line, ret_column);
+        *ret_path = strdup(buf);
+        if (!*ret_path) {
+                *ret_value = NULL;
+                return -ENOMEM;
+        }
+        return 1;
+}
+
+const char *policy_list_id_key(unsigned depth, const char *parent, const char *key) {
+        return list_id_key(depth, parent, key);
 }
 
 int policy_attribute_errors(const struct tune_policy_sources *s, tune_policy_errors *errors) {
@@ -636,6 +668,9 @@ static int build(struct tune_policy_sources *sources_in, const tune_policy_load_
                 return r;
         if (tune_policy_errors_count(errors) > before)
                 return -EINVAL;
+        r = policy_check_overrides(s, errors);
+        if (r < 0)
+                return r;
 
         /* Each rule names the file that defined it. */
         for (unsigned i = 0; i < p->n_rules; i++) {
@@ -737,13 +772,14 @@ int tune_policy_load_embedded(tune_policy **ret, tune_policy_errors *errors) {
 typedef struct entry {
         char *name; /* the basename, which decides order and replacement */
         char *path;
+        unsigned dir; /* index of the directory (or path) it came from */
 } entry;
 
 static int cmp_entry(const void *a, const void *b) {
         return strcmp(((const entry *) a)->name, ((const entry *) b)->name);
 }
 
-static int entries_add(entry **list, unsigned *n, const char *name, const char *path) {
+static int entries_add(entry **list, unsigned *n, const char *name, const char *path, unsigned dir) {
         for (unsigned i = 0; i < *n; i++)
                 if (streq((*list)[i].name, name)) {
                         /* A later directory replaces the earlier file of the same name. */
@@ -752,6 +788,7 @@ static int entries_add(entry **list, unsigned *n, const char *name, const char *
                                 return -ENOMEM;
                         free((*list)[i].path);
                         (*list)[i].path = p;
+                        (*list)[i].dir = dir;
                         return 0;
                 }
         if (*n >= FILES_MAX)
@@ -760,7 +797,7 @@ static int entries_add(entry **list, unsigned *n, const char *name, const char *
         if (!l)
                 return -ENOMEM;
         *list = l;
-        l[*n] = (entry){ strdup(name), strdup(path) };
+        l[*n] = (entry){ strdup(name), strdup(path), dir };
         if (!l[*n].name || !l[*n].path) {
                 free(l[*n].name);
                 free(l[*n].path);
@@ -807,8 +844,8 @@ static bool has_suffix(const char *s, const char *suffix) {
         return a >= b && streq(s + a - b, suffix);
 }
 
-static int collect_dir(const tune_policy_load_params *params, const char *dir, bool optional, entry **list, unsigned *n,
-                       tune_policy_errors *errors) {
+static int collect_dir(const tune_policy_load_params *params, const char *dir, unsigned dir_index, bool optional,
+                       entry **list, unsigned *n, tune_policy_errors *errors) {
         _cleanup_closedir_ DIR *d = NULL;
         struct dirent *de;
         struct stat st;
@@ -834,7 +871,7 @@ static int collect_dir(const tune_policy_load_params *params, const char *dir, b
                         continue;
                 if (asprintf(&path, "%s/%s", dir, de->d_name) < 0)
                         return -ENOMEM;
-                r = entries_add(list, n, de->d_name, path);
+                r = entries_add(list, n, de->d_name, path, dir_index);
                 if (r == -E2BIG) {
                         r = policy_error_add(errors, dir, "", 0, 0, false, "more than %d policy files", FILES_MAX);
                         return r < 0 ? r : 0;
@@ -845,6 +882,22 @@ static int collect_dir(const tune_policy_load_params *params, const char *dir, b
         if (errno != 0)
                 return negative_errno();
         return 0;
+}
+
+/* A file of the package, whose values drop-ins are meant to override: in the package's
+ * data directory (the shipped policies, or a link to one of the examples next to them),
+ * or named as the shipped files are, "NN-name.json" with NN up to 50 (a copy of an
+ * example keeps its name). Drop-ins take 60 and up, or no number (letters sort after
+ * digits). */
+static bool is_shipped_file(const char *path, const char *name) {
+        _cleanup_free_ char *target = realpath(path, NULL);
+        const char *slash = strrchr(POLICY_SHIPPED_DIR, '/');
+        size_t n = slash ? (size_t) (slash - POLICY_SHIPPED_DIR) + 1 : 0; /* ".../npu-tuned/" */
+
+        if (target && n > 1 && strncmp(target, POLICY_SHIPPED_DIR, n) == 0)
+                return true;
+        return name[0] >= '0' && name[0] <= '9' && name[1] >= '0' && name[1] <= '9' && name[2] == '-' &&
+               (name[0] - '0') * 10 + (name[1] - '0') <= 50;
 }
 
 /* Reads one policy file. Returns 1 with *ret_text set, 0 when it is masked (empty, or a
@@ -935,11 +988,11 @@ int tune_policy_load(const tune_policy_load_params *params, tune_policy **ret, t
                 } else if (params->dirs && !S_ISDIR(st.st_mode)) {
                         /* A single file (--check-policy FILE). */
                         const char *base = strrchr(dirs[i], '/');
-                        r = entries_add(&list, &n, base ? base + 1 : dirs[i], dirs[i]);
+                        r = entries_add(&list, &n, base ? base + 1 : dirs[i], dirs[i], i);
                         if (r == -E2BIG)
                                 r = policy_error_add(errors, dirs[i], "", 0, 0, false, "more than %d policy files", FILES_MAX);
                 } else
-                        r = collect_dir(params, dirs[i], !params->dirs, &list, &n, errors);
+                        r = collect_dir(params, dirs[i], i, !params->dirs, &list, &n, errors);
         }
         if (r < 0)
                 goto out;
@@ -964,6 +1017,7 @@ int tune_policy_load(const tune_policy_load_params *params, tune_policy **ret, t
                         free(text);
                         goto out;
                 }
+                s->items[s->n - 1].shipped = (list[i].dir == 0 && n_dirs > 1) || is_shipped_file(list[i].path, list[i].name);
         }
         if (tune_policy_errors_count(errors) > before) {
                 /* Some files were refused: still report the problems of the others. */
