@@ -292,11 +292,26 @@ static void test_unlimited_and_errors(void **state) {
         assert_int_equal(tune_memmove_new(ctx, 300, &empty, &params, &m), -EINVAL);
         assert_int_equal(tune_memmove_new(ctx, 300, &target, NULL, &m), -EOPNOTSUPP);
 
-        /* migrate_pages in one go: nodes 0-3 but the target -> the target. */
+        /* migrate_pages in one go: nodes 0-3 but the target -> the target, and of those only
+         * the ones numa_maps shows pages on (0 and 1; node 2 holds none: the kernel would
+         * walk the whole address space for it). */
         assert_int_equal(tune_cpuset_parse_list(&from, "0-3"), 0);
         assert_int_equal(tune_memmove_migrate_all(ctx, 300, &from, &target, &b), 7);
-        assert_int_equal(mm->old_mask[0], 0x7);
+        assert_int_equal(mm->old_mask[0], 0x3);
         assert_int_equal(mm->new_mask[0], 0x8);
+        /* numa_maps unreadable: every node given but the target. */
+        {
+                char path[512];
+                snprintf(path, sizeof path, "%s/proc/300/numa_maps", mm->root);
+                char aside[512];
+                snprintf(aside, sizeof aside, "%s/numa_maps.aside", mm->root);
+                assert_int_equal(rename(path, aside), 0);
+                assert_int_equal(mkdir(path, 0755), 0); /* a read fails: EISDIR */
+                assert_int_equal(tune_memmove_migrate_all(ctx, 300, &from, &target, &b), 7);
+                assert_int_equal(mm->old_mask[0], 0x7);
+                assert_int_equal(rmdir(path), 0);
+                assert_int_equal(rename(aside, path), 0);
+        }
         assert_int_equal(tune_memmove_migrate_all(ctx, 300, &target, &target, &b), 0); /* nothing to do */
         assert_int_equal(tune_memmove_migrate_all(ctx, 300, &from, &target, NULL), -EOPNOTSUPP);
         fake_mm_done(mm);

@@ -106,7 +106,8 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(tune_memmove *, tune_memmove_free);
 int tune_memmove_step(tune_memmove *m, uint64_t max_kib);
 const tune_memmove_stats *tune_memmove_get_stats(const tune_memmove *m) _pure_;
 
-/* Unlimited: one migrate_pages(2) from every node of from_nodes not in target_nodes to the
- * first target node. Returns the pages not moved (>= 0) or -errno. */
+/* Unlimited: one migrate_pages(2) from every node of from_nodes not in target_nodes that
+ * holds pages of the process (numa_maps; all of them when it cannot be read) to the first
+ * target node. Returns the pages not moved (>= 0) or -errno. */
 long tune_memmove_migrate_all(const tune_ctx *ctx, pid_t pid, const tune_cpuset *from_nodes,
                               const tune_cpuset *target_nodes, const tune_memmove_backend *backend);

@@ -517,6 +517,31 @@ static int nodemask_from(const tune_cpuset *s, unsigned long mask[static NODEMAS
         return 0;
 }
 
+/* Narrow the source nodes to those that hold pages of the process. The kernel walks the
+ * whole address space once per source node (do_migrate_pages() calls migrate_to_node()
+ * for each), so every empty source node is a page-table walk for nothing: with 1 GiB in
+ * the 4-node guest, sources {0,1,2} took 2.8x migratepages' time for {0}. numa_maps
+ * costs one walk. When it cannot be read, every node given stays (-ESRCH: gone). */
+static int keep_nodes_with_pages(const tune_ctx *ctx, pid_t pid, tune_cpuset *from) {
+        _cleanup_cpuset_ tune_cpuset held = {};
+        tune_numa_usage u = {};
+        int r;
+
+        r = tune_numa_maps_read(ctx, pid, &u);
+        if (r == -ESRCH)
+                return r;
+        if (r < 0)
+                return 0;
+        for (unsigned i = 0; r >= 0 && i < u.n_nodes; i++)
+                if (u.node_kib[i] > 0)
+                        r = tune_cpuset_add(&held, i);
+        tune_numa_usage_done(&u);
+        if (r < 0)
+                return r;
+        tune_cpuset_and(from, &held);
+        return 0;
+}
+
 long tune_memmove_migrate_all(const tune_ctx *ctx, pid_t pid, const tune_cpuset *from_nodes,
                               const tune_cpuset *target_nodes, const tune_memmove_backend *backend) {
         _cleanup_cpuset_ tune_cpuset from = {}, to = {};
@@ -535,6 +560,9 @@ long tune_memmove_migrate_all(const tune_ctx *ctx, pid_t pid, const tune_cpuset 
         if (r < 0)
                 return r;
         tune_cpuset_andnot(&from, target_nodes);
+        r = keep_nodes_with_pages(ctx, pid, &from);
+        if (r < 0)
+                return r;
         if (tune_cpuset_is_empty(&from))
                 return 0;
         r = tune_cpuset_add(&to, (unsigned) target);
