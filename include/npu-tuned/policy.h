@@ -254,7 +254,7 @@ typedef struct tune_policy_origin {
         char *value;      /* the effective value, JSON text */
         const char *file; /* owned by the policy */
         int line;
-        tune_policy_origin_lost *overridden; /* in file order */
+        tune_policy_origin_lost *overridden; /* earlier files' other values, in file order */
         unsigned n_overridden;
 } tune_policy_origin;
 

@@ -164,13 +164,15 @@ static int origin_leaf(const struct tune_policy_sources *s, const char *merged_p
         if (n > 1) {
                 x->overridden = calloc(n - 1, sizeof *x->overridden);
                 for (unsigned i = 0; x->overridden && i + 1 < n; i++) {
-                        x->overridden[i] = (tune_policy_origin_lost){
+                        if (same_value(l[i].value, l[n - 1].value))
+                                continue; /* set twice to the same: nothing was replaced */
+                        x->overridden[x->n_overridden] = (tune_policy_origin_lost){
                                 .value = strdup(value_text(l[i].value)),
                                 .file = s->items[l[i].file].name,
                                 .line = l[i].line,
                                 .shipped = s->items[l[i].file].shipped,
                         };
-                        if (!x->overridden[i].value)
+                        if (!x->overridden[x->n_overridden].value)
                                 r = -ENOMEM;
                         x->n_overridden++;
                 }

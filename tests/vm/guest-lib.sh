@@ -18,17 +18,20 @@ vm_log() { echo "vm: $*"; }
 
 _vm_reason() { [ -s /run/vm-reason ] || echo "$*" >/run/vm-reason; }
 
+# In a suite (scenarios/suite.sh), VM_SCENARIO names the scenario in every result line.
+_vm_tag() { [ -z "${VM_SCENARIO:-}" ] || printf '[%s] ' "$VM_SCENARIO"; }
+
 vm_ok() {
 	VM_CHECKS=$((VM_CHECKS + 1))
-	echo "VM-CHECK: ok $*"
+	echo "VM-CHECK: ok $(_vm_tag)$*"
 }
 
 # vm_not_ok WHAT DETAIL
 vm_not_ok() {
 	VM_CHECKS=$((VM_CHECKS + 1))
 	VM_FAILS=$((VM_FAILS + 1))
-	echo "VM-CHECK: FAIL $1: $2"
-	_vm_reason "$1: $2"
+	echo "VM-CHECK: FAIL $(_vm_tag)$1: $2"
+	_vm_reason "$(_vm_tag)$1: $2"
 }
 
 # vm_check WHAT CMD [ARGS...]: ok if CMD exits 0; its output is shown.
@@ -43,16 +46,18 @@ vm_expect_eq() {
 	if [ "$2" = "$3" ]; then vm_ok "$1 = $3"; else vm_not_ok "$1" "got '$2', want '$3'"; fi
 }
 
-# vm_wait_for SECONDS CMD [ARGS...]: poll CMD every 0.2 s until it succeeds; bounded.
+# vm_wait_for SECONDS CMD [ARGS...]: poll CMD every 0.2 s until it succeeds; bounded by
+# the clock (uptime), not by a count: under TCG one poll of a heavy CMD can take seconds.
 vm_wait_for() {
-	_n=$(($1 * 5))
+	read -r _up _ </proc/uptime
+	_deadline=$((${_up%.*} + $1))
 	shift
-	while [ "$_n" -gt 0 ]; do
+	while :; do
 		"$@" && return 0
+		read -r _up _ </proc/uptime
+		[ "${_up%.*}" -lt "$_deadline" ] || return 1
 		sleep 0.2
-		_n=$((_n - 1))
 	done
-	return 1
 }
 
 # vm_node_cpulist NODE: the cpulist the harness configured for NODE ("0-1", or "2").
@@ -72,8 +77,78 @@ vm_pages_pct() {
 		END { if (total == 0) print 0; else printf "%d\n", on * 100 / total }' "/proc/$2/numa_maps"
 }
 
-vm_fail() { _vm_reason "$*"; echo "vm: FAIL: $*"; exit 1; }
-vm_skip() { _vm_reason "$*"; echo "vm: SKIP: $*"; exit 77; }
+vm_fail() { _vm_reason "$(_vm_tag)$*"; echo "vm: FAIL: $(_vm_tag)$*"; exit 1; }
+vm_skip() { _vm_reason "$(_vm_tag)$*"; echo "vm: SKIP: $(_vm_tag)$*"; exit 77; }
+
+# vm_uptime: seconds since boot, 10 ms resolution (busybox date has no %N).
+vm_uptime() { read -r _u _ </proc/uptime; echo "$_u"; }
+# vm_elapsed T0: seconds since vm_uptime said T0, "12.34".
+vm_elapsed() { awk -v a="$1" -v b="$(vm_uptime)" 'BEGIN { printf "%.2f", b - a }'; }
+
+# vm_cpus_of PID [TID]: the kernel's Cpus_allowed_list of a task. Shell builtins only: no
+# fork per thread (the scenarios poll this).
+vm_cpus_of() {
+	_cpus=
+	while read -r _k _v; do
+		[ "$_k" = Cpus_allowed_list: ] && { _cpus=$_v; break; }
+	done <"/proc/$1/task/${2:-$1}/status" 2>/dev/null
+	echo "$_cpus"
+}
+
+# vm_threads PID: one "TID COMM CPUS" line per thread, as the kernel has them.
+vm_threads() {
+	for _t in /proc/"$1"/task/*; do
+		_comm=
+		_cpus=
+		read -r _comm <"$_t/comm" 2>/dev/null
+		while read -r _k _v; do
+			[ "$_k" = Cpus_allowed_list: ] && { _cpus=$_v; break; }
+		done <"$_t/status" 2>/dev/null
+		echo "${_t##*/} $_comm $_cpus"
+	done
+}
+
+# vm_cmdline PID: its command line, NULs as spaces ("" when gone).
+vm_cmdline() { tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null; }
+
+# vm_children PID [CMDLINE-ERE]: its child processes (ascending), those whose command line
+# matches the ERE if one is given (busybox here has no pgrep).
+vm_children() {
+	for _p in /proc/[0-9]*; do
+		[ "$(awk '{ print $4 }' "$_p/stat" 2>/dev/null)" = "$1" ] || continue
+		[ -z "${2:-}" ] || vm_cmdline "${_p#/proc/}" | grep -Eq "$2" || continue
+		echo "${_p#/proc/}"
+	done | sort -n
+}
+
+# vm_track PID...: remember processes for the suite to kill after the scenario.
+vm_track() { [ -z "${VM_SCENARIO:-}" ] || echo "$@" >>"/tmp/$VM_SCENARIO/pids"; }
+
+# vm_daemon_start LOG ARGS...: npu-tuned ARGS in the background (-v, output to LOG), then
+# wait (bounded) for it to say it runs. Sets VM_DAEMON to its pid; fails the scenario,
+# with the log, if it does not come up.
+vm_daemon_start() {
+	_log=$1
+	shift
+	npu-tuned -v "$@" >"$_log" 2>&1 &
+	VM_DAEMON=$!
+	vm_track "$VM_DAEMON"
+	if ! vm_wait_for 60 grep -q "Running:" "$_log"; then
+		cat "$_log"
+		vm_fail "npu-tuned $* did not start"
+	fi
+	vm_wait_for 30 grep -q "Watching processes" "$_log" || true
+}
+
+# vm_daemon_stop [SIGNAL]: stop VM_DAEMON (default TERM) and wait for it (bounded); its
+# exit status is in VM_DAEMON_RC (137 after KILL).
+vm_daemon_stop() {
+	kill "-${1:-TERM}" "$VM_DAEMON" 2>/dev/null
+	vm_wait_for 30 sh -c "! kill -0 $VM_DAEMON 2>/dev/null" || vm_not_ok "daemon stop" "pid $VM_DAEMON still runs 30 s after SIG${1:-TERM}"
+	wait "$VM_DAEMON"
+	# shellcheck disable=SC2034 # for the scenario
+	VM_DAEMON_RC=$?
+}
 
 # vm_finish: exit 0 if every check passed, else 1.
 vm_finish() {

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 #
 # Prepare the host for the QEMU NUMA test harness (tests/vm/run-vm-test.sh):
-#  - install qemu-system-x86, busybox-static and cpio if they are missing (and gcc,
+#  - install qemu-system-x86, busybox-static, cpio and numactl if they are missing (and gcc,
 #    libc6-dev, xz-utils if there is no cc / xz);
 #  - fetch the current Debian 12 kernel package (linux-image-6.1.0-*-amd64) and keep
 #    only its vmlinuz, its config and, when it can be extracted, the uncompressed
@@ -47,7 +47,7 @@ pkg_installed() {
 
 # --- 1. packages ------------------------------------------------------------------
 missing=()
-for p in qemu-system-x86 busybox-static cpio; do
+for p in qemu-system-x86 busybox-static cpio numactl; do # numactl: migratepages, the baseline of the migration scenario
 	pkg_installed "$p" || missing+=("$p")
 done
 # run-vm-test.sh compiles the small guest helper (vm-helper.c) with cc

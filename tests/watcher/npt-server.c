@@ -8,7 +8,8 @@
  *   npt-server vllm-orphans TP  the same, but the workers outlive the launcher, which
  *                               exits once they have retitled (a launcher that crashed):
  *                               they are adopted by init or a subreaper
- *   npt-server vllm-worker R    starts one unnamed (compute) thread, then after a
+ *   npt-server vllm-worker R    touches NPT_WORKER_MIB MiB (when set: its weights), starts
+ *                               one unnamed (compute) thread, then after a
  *                               Python-like start-up delay retitles itself
  *                               "VLLM::Worker_TP<R>" the way setproctitle does (argv and
  *                               environ overwritten, comm set), then starts acl_thread,
@@ -98,6 +99,7 @@ static void wait_forever(void) {
 }
 
 static bool orphans; /* children outlive us (no PR_SET_PDEATHSIG) */
+char *volatile weights; /* NPT_WORKER_MIB: kept, so that the compiler keeps the memset */
 
 static pid_t spawn(char *const argv[], char *const envp[]) {
         pid_t pid = fork();
@@ -139,8 +141,16 @@ static int mode_vllm(int tp) {
 }
 
 static int mode_vllm_worker(int rank) {
+        const char *mib = getenv("NPT_WORKER_MIB");
         char title[64];
 
+        if (mib) {
+                /* The model's weights: touched here, so on this CPU's node (first touch). */
+                size_t n = (size_t) strtoul(mib, NULL, 10) << 20;
+                weights = n ? malloc(n) : NULL;
+                if (weights)
+                        memset(weights, 1, n);
+        }
         start_thread(NULL); /* a compute thread older than the title (torch's pool) */
         msleep(150); /* the interpreter starts, imports torch, ... */
         snprintf(title, sizeof title, "VLLM::Worker_TP%d", rank);
