@@ -31,13 +31,26 @@ for node in 0 "$to"; do
 	[ "$free" -ge "$need" ] || vm_skip "node $node has $free MiB free, $need needed (--mem-per-node)"
 done
 
+# Automatic NUMA balancing moves pages on its own (towards the CPUs a task ran on): it
+# would skew the setup and the timings. Off for this scenario, back as it was after.
+nb=/proc/sys/kernel/numa_balancing
+nb_boot=$(cat "$nb" 2>/dev/null)
+[ -z "$nb_boot" ] || echo 0 >"$nb"
+trap '[ -z "$nb_boot" ] || echo "$nb_boot" >"$nb"' EXIT
+
+free_of() { awk '/MemFree/ { print int($4 / 1024) }' "/sys/devices/system/node/node$1/meminfo"; }
+
 # start_target: a process with $mib MiB touched on node 0; sets target.
 start_target() {
+	sync
+	echo 3 >/proc/sys/vm/drop_caches # node 0's page cache must not stand in the way
+	t_start=$(vm_uptime)
 	threads-target --control 1 --compute 1 --mib "$mib" --node 0 --timeout 300 >"$dir/ready" &
 	target=$!
 	vm_track "$target"
 	vm_wait_for 120 grep -q '^ready' "$dir/ready" || vm_fail "threads-target ($mib MiB) did not start"
 	before=$(vm_pages_pct 0 "$target")
+	vm_log "target $target: $mib MiB touched in $(vm_elapsed "$t_start")s, ${before}% on node 0; free MiB per node: $(for n in 0 1 2 3; do printf '%s ' "$(free_of "$n")"; done)"
 	[ "$before" -ge 90 ] || vm_fail "setup: only ${before}% of the pages on node 0"
 }
 
@@ -50,7 +63,7 @@ finish_target() {
 		vm_not_ok "$1" "${after}% of the pages on node $to"
 	fi
 	echo "$1 $2" >>"$dir/times"
-	kill "$target" 2>/dev/null
+	kill -KILL "$target" 2>/dev/null
 	wait "$target" 2>/dev/null
 }
 
