@@ -404,6 +404,32 @@ static void test_rank_and_devices(void **state) {
         memcpy(one_kind_items, &items[2], sizeof one_kind_items); /* ascend 0-3 */
         /* An environment read (own or a launcher's) that sets no visible-devices variable,
          * a rank, one kind on the host: all its devices are visible, rank picks one. */
+        /* An 8-device host whose server sees 4,5,6,7 (the launcher's list): TP rank 2 is
+         * device 6, not device 2. */
+        {
+                tune_accel eight_items[8];
+                tune_accels eight = { .items = eight_items, .n = 8 };
+                tune_policy_kind edu = { .visible_env = (char *) "EDU_VISIBLE_DEVICES" };
+                tune_env_capture launcher = env_of((const char *[]){ "EDU_VISIBLE_DEVICES=4,5,6,7" }, 1);
+                snprintf(edu.kind.name, sizeof edu.kind.name, "edu");
+                for (int i = 0; i < 8; i++) {
+                        eight_items[i] = (tune_accel){ .index = i, .vendor = 0x1234, .device = 0x11e8, .numa_node = i / 2 };
+                        snprintf(eight_items[i].kind, sizeof eight_items[i].kind, "edu");
+                        snprintf(eight_items[i].pci, sizeof eight_items[i].pci, "0000:%02x:00.0", 0x21 + i);
+                }
+                launcher.inherited = true;
+                tune_attribution_input e = { .accels = &eight, .kinds = &edu, .n_kinds = 1, .env = &launcher };
+                for (int r = 0; r < 4; r++) {
+                        char want[16];
+                        e.rank = r;
+                        assert_int_equal(tune_attribute(&e, &a), 0);
+                        snprintf(want, sizeof want, "edu:%d", 4 + r);
+                        assert_accels(&a, want);
+                        assert_int_equal(a.n_visible, 4);
+                        tune_attribution_done(&a);
+                }
+                tune_env_capture_done(&launcher);
+        }
         in.env = &no_vars;
         in.rank = 6;
         assert_int_equal(tune_attribute(&in, &a), 0);

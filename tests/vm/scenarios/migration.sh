@@ -3,10 +3,10 @@
 #
 # Memory migration at scale: VM_MIGRATE_MIB (default 1024) MiB of a threads-target
 # process, touched on node 0, moved to the edu node (the second edu device's) three ways,
-# each on a fresh process; libtune's moves timed by place-pid (the migration alone),
-# migratepages by the guest's uptime around the command:
+# each on a fresh process, best of VM_MIGRATE_ROUNDS (3); libtune's moves timed by
+# place-pid (the migration alone), migratepages by the guest's uptime around the command:
 #   stepped   libtune's rate-limited move_pages(2) sessions (place-pid --rate-mib-s 4096
-#             in 50 ms ticks: five steps of 204.8 MiB, four 50 ms pauses between them);
+#             in 50 ms ticks: steps of at most 204.8 MiB with 50 ms pauses between them);
 #   one call  libtune's single migrate_pages(2) (place-pid --rate-mib-s 0);
 #   baseline  numactl's migratepages PID 0 NODE.
 # Each must leave >= 95 % of the process's pages on the node (numa_maps). The throughput
@@ -40,15 +40,18 @@ trap '[ -z "$nb_boot" ] || echo "$nb_boot" >"$nb"' EXIT
 
 free_of() { awk '/MemFree/ { print int($4 / 1024) }' "/sys/devices/system/node/node$1/meminfo"; }
 
+n_targets=0
 # start_target: a process with $mib MiB touched on node 0; sets target.
 start_target() {
 	sync
 	echo 3 >/proc/sys/vm/drop_caches # node 0's page cache must not stand in the way
 	t_start=$(vm_uptime)
-	threads-target --control 1 --compute 1 --mib "$mib" --node 0 --timeout 300 >"$dir/ready" &
+	n_targets=$((n_targets + 1))
+	ready=$dir/ready.$n_targets # its own: the previous target's "ready" must not count
+	threads-target --control 1 --compute 1 --mib "$mib" --node 0 --timeout 300 >"$ready" 2>&1 &
 	target=$!
 	vm_track "$target"
-	vm_wait_for 120 grep -q '^ready' "$dir/ready" || vm_fail "threads-target ($mib MiB) did not start"
+	vm_wait_for 120 grep -q '^ready' "$ready" || vm_fail "threads-target ($mib MiB) did not start"
 	before=$(vm_pages_pct 0 "$target")
 	vm_log "target $target: $mib MiB touched in $(vm_elapsed "$t_start")s, ${before}% on node 0; free MiB per node: $(for n in 0 1 2 3; do printf '%s ' "$(free_of "$n")"; done)"
 	[ "$before" -ge 90 ] || vm_fail "setup: only ${before}% of the pages on node 0"
@@ -76,11 +79,11 @@ place() { # RATE: place-pid moving the whole process to the edu node, no settle 
 migration_s() { sed -n 's/.*"ms": *\([0-9]*\).*/\1/p' "$1" | tail -n1 | awk '{ printf "%.2f", $1 / 1000 }'; }
 
 : >"$dir/times"
-# Each way VM_MIGRATE_ROUNDS times (default 2), interleaved; the best time of each counts
+# Each way VM_MIGRATE_ROUNDS times (default 3), interleaved; the best time of each counts
 # (TCG on a shared host: another process's burst must not decide the ratio).
-rate=4096 # stepped: 4096 MiB/s in 50 ms ticks = 204.8 MiB a step, five steps for 1 GiB
+rate=4096 # stepped: 4096 MiB/s in 50 ms ticks = at most 204.8 MiB a step
 round=0
-while [ "$round" -lt "${VM_MIGRATE_ROUNDS:-2}" ]; do
+while [ "$round" -lt "${VM_MIGRATE_ROUNDS:-3}" ]; do
 	round=$((round + 1))
 	start_target
 	place "$rate" || { cat "$dir/place-$rate.json"; vm_fail "place-pid (stepped) failed"; }
@@ -99,7 +102,7 @@ while [ "$round" -lt "${VM_MIGRATE_ROUNDS:-2}" ]; do
 	finish_target migratepages "$(vm_elapsed "$t0")"
 done
 
-awk -v mib="$mib" -v rounds="${VM_MIGRATE_ROUNDS:-2}" '!($1 in t) || $2 < t[$1] { t[$1] = $2 } END {
+awk -v mib="$mib" -v rounds="${VM_MIGRATE_ROUNDS:-3}" '!($1 in t) || $2 < t[$1] { t[$1] = $2 } END {
 	base = mib / (t["migratepages"] > 0 ? t["migratepages"] : 0.01)
 	for (k in t) {
 		tp = mib / (t[k] > 0 ? t[k] : 0.01)

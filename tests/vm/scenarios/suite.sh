@@ -23,10 +23,16 @@ for name in $VM_SUITE; do
 	mkdir -p "/tmp/$name"
 	echo "=== scenario $name ==="
 	t0=$(vm_uptime)
-	# The scenario's own exit status, through the pipe that shows its output as it goes.
-	{ VM_SCENARIO=$name timeout -s TERM -k 5 "$each" sh "$script" </dev/null 2>&1; echo $? >"/tmp/$name/rc"; } |
-		tee "/tmp/$name/output"
-	rc=$(cat "/tmp/$name/rc")
+	# Its output goes to a file that tail shows as it grows: not a pipe, which whatever the
+	# scenario leaves running in the background would hold open.
+	: >"/tmp/$name/output"
+	tail -f "/tmp/$name/output" &
+	tail=$!
+	VM_SCENARIO=$name timeout -s TERM -k 5 "$each" sh "$script" </dev/null >"/tmp/$name/output" 2>&1
+	rc=$?
+	sleep 1.2 # tail -f polls once a second
+	kill "$tail" 2>/dev/null
+	wait "$tail" 2>/dev/null
 	took=$(vm_elapsed "$t0")
 	case $rc in
 	0) verdict=PASS; passed=$((passed + 1)) ;;
