@@ -112,10 +112,15 @@ vm_threads() {
 vm_cmdline() { tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null; }
 
 # vm_children PID [CMDLINE-ERE]: its child processes (ascending), those whose command line
-# matches the ERE if one is given (busybox here has no pgrep).
+# matches the ERE if one is given (busybox here has no pgrep). The stat files are read
+# with shell builtins: a fork per process would take seconds under TCG.
 vm_children() {
 	for _p in /proc/[0-9]*; do
-		[ "$(awk '{ print $4 }' "$_p/stat" 2>/dev/null)" = "$1" ] || continue
+		_line=
+		read -r _line <"$_p/stat" 2>/dev/null || continue
+		_rest=${_line##*) } # after the comm, which may hold spaces and parentheses
+		_rest=${_rest#* }   # after the state
+		[ "${_rest%% *}" = "$1" ] || continue
 		[ -z "${2:-}" ] || vm_cmdline "${_p#/proc/}" | grep -Eq "$2" || continue
 		echo "${_p#/proc/}"
 	done | sort -n
