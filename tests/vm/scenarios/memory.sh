@@ -70,8 +70,8 @@ done
 for w in $workers; do
 	rank=$(vm_cmdline "$w" | sed -n 's/.*_TP\([0-9]*\).*/\1/p')
 	# Where the daemon sends it (its log), and what --explain says beside it.
-	vm_wait_for 20 grep -q "^npu-tuned: Placing pid $w " "$dir/daemon.log" || vm_not_ok "worker $w" "the daemon did not place it"
-	mem=$(sed -n "s/^npu-tuned: Placing pid $w (rule .*, memory \([0-9,-]*\)\. .*/\1/p" "$dir/daemon.log" | tail -n1)
+	vm_wait_for 20 grep -Eq "^npu-tuned: Plac(ing|ed) pid $w " "$dir/daemon.log" || vm_not_ok "worker $w" "the daemon did not place it"
+	mem=$(sed -n "s/^npu-tuned: Plac[a-z]* pid $w (rule .*, memory \([0-9,-]*\)\. .*/\1/p" "$dir/daemon.log" | tail -n1)
 	npu-tuned $policy --explain "$w" >"$dir/explain-$w.txt" 2>&1
 	explained=$(sed -n 's/^  memory nodes:  //p' "$dir/explain-$w.txt")
 	if [ "$rank" = 0 ]; then
