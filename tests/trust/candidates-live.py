@@ -29,7 +29,7 @@ python = shutil.which("python3")
 
 with tempfile.TemporaryDirectory() as tmp:
     fake = install(tmp, forker, "python3")
-    daemon = Daemon(npu_tuned, tmp, "default.json")
+    daemon = Daemon(npu_tuned, tmp, "10-default.json")
     flood = worker = None
     try:
         # With a visible-devices variable, so that its children are worth inheriting from.

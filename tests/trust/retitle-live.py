@@ -26,7 +26,7 @@ require_root()
 
 with tempfile.TemporaryDirectory() as tmp:
     fake = install(tmp, retitle, "python3")
-    daemon = Daemon(npu_tuned, tmp, "default.json")
+    daemon = Daemon(npu_tuned, tmp, "10-default.json")
     proc = None
     try:
         proc = subprocess.Popen(AS_NOBODY + [fake, str(RENAMES), str(BYTES)], stdin=subprocess.PIPE,
