@@ -19,6 +19,14 @@ static json_object *json_cpulist(const tune_cpuset *s) {
         return json_object_new_string(list);
 }
 
+/* Node ids as a JSON array of numbers (a list of nodes is short, and tools want ints). */
+static json_object *json_nodelist(const tune_cpuset *s) {
+        json_object *a = json_object_new_array();
+        TUNE_CPUSET_FOREACH(n, s)
+                json_object_array_add(a, json_object_new_int(n));
+        return a;
+}
+
 json_object *topology_to_json(const tune_topology *t, const tune_accels *a) {
         json_object *o = json_object_new_object(), *nodes = json_object_new_array(), *accels = json_object_new_array();
 
@@ -67,8 +75,10 @@ json_object *topology_to_json(const tune_topology *t, const tune_accels *a) {
         json_object_object_add(o, "cpus_online", json_cpulist(&t->online));
         json_object_object_add(o, "cpus_usable", json_cpulist(&t->usable));
         json_object_object_add(o, "accelerators", accels);
-        if (t->nodes_overlap)
-                json_object_object_add(o, "nodes_overlap", json_object_new_boolean(true));
+        json_object_object_add(o, "mems_usable", json_nodelist(&t->mems_usable));
+        json_object_object_add(o, "nodes_overlap", json_object_new_boolean(t->nodes_overlap));
+        if (t->cgroup_version)
+                json_object_object_add(o, "cgroup_version", json_object_new_int(t->cgroup_version));
         return o;
 }
 
@@ -97,7 +107,16 @@ void topology_print_table(json_object *j, FILE *f) {
         (void) json_object_object_get_ex(j, "accelerators", &accels);
         n_nodes = nodes ? json_object_array_length(nodes) : 0;
         n_accels = accels ? json_object_array_length(accels) : 0;
-        fprintf(f, "CPUs online: %s   usable: %s\n\n", or_dash(jstr(j, "cpus_online")), or_dash(jstr(j, "cpus_usable")));
+        fprintf(f, "CPUs online: %s   usable: %s\n", or_dash(jstr(j, "cpus_online")), or_dash(jstr(j, "cpus_usable")));
+        fprintf(f, "Memory nodes usable:");
+        if (json_object_object_get_ex(j, "mems_usable", &v) && v && json_object_array_length(v) > 0)
+                for (size_t i = 0; i < json_object_array_length(v); i++)
+                        fprintf(f, "%s%d", i ? "," : " ", json_object_get_int(json_object_array_get_idx(v, i)));
+        else
+                fprintf(f, " -");
+        if (jint(j, "cgroup_version", 0) > 0)
+                fprintf(f, "   (cgroup v%lld cpuset)", jint(j, "cgroup_version", 0));
+        fprintf(f, "\n\n");
         fprintf(f, "%-5s %-24s %12s %12s  %s\n", "NODE", "CPUS", "MEM(MiB)", "FREE(MiB)", "DISTANCES");
         for (size_t i = 0; i < n_nodes; i++) {
                 json_object *n = json_object_array_get_idx(nodes, i), *d = NULL;
@@ -110,7 +129,8 @@ void topology_print_table(json_object *j, FILE *f) {
         }
         fprintf(f, "\n");
         if (json_object_object_get_ex(j, "nodes_overlap", &v) && json_object_get_boolean(v))
-                fprintf(f, "Warning: the firmware lists some CPUs in more than one node; the node split is not trusted.\n\n");
+                fprintf(f, "Warning: the firmware lists some CPUs in more than one node (nodes_overlap); the node split is\n"
+                           "not trusted: placement deals each CPU once, one pool per distinct CPU set.\n\n");
         for (size_t i = 0; i < n_nodes; i++) {
                 json_object *n = json_object_array_get_idx(nodes, i);
                 if (json_object_object_get_ex(n, "accelerator_memory", &v) && json_object_get_boolean(v))

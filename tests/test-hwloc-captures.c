@@ -41,6 +41,23 @@ static const known_difference KNOWN_DIFFERENCES[] = {
           "the kernel's local_cpus for this one function says CPUs 0-3 (numa_node -1) while the rest "
           "of bus 00 says 0-7; hwloc gives every function below a host bridge the bridge's locality. "
           "npu-tuned reports the function's own file: that is what the kernel says about it." },
+        { "8em64t-2s2ca2c-buggynuma", "mems_usable",
+          "hwloc shows one node (see \"nodes\"), so its allowed nodeset is {0}; the kernel's 8 nodes are all allowed." },
+        { "nvidiagpunumanodes", "usable",
+          "the process is in the v1 cpuset /jjh whose cpuset.cpus is 0-175 but cpuset.effective_cpus 0-87 "
+          "(its parent lost CPUs); hwloc reads the configured cpuset.cpus, npu-tuned the effective set the kernel "
+          "enforces: 0-87 of the online 0-15,88-103." },
+        { "nvidiagpunumanodes", "mems_usable",
+          "the same cgroup: cpuset.mems 0,8,250-255 configured, cpuset.effective_mems 0 enforced." },
+};
+
+/* What npu-tuned must report for a capture whatever hwloc says (the facts). */
+static const struct {
+        const char *capture, *usable, *mems_usable;
+} EXPECTED_USABLE[] = {
+        { "8em64t-2s2ca2c-buggynuma", "0-7", "0-7" },
+        { "nvidiagpunumanodes", "0-15", "0" },
+        { "32amd64-4s2n4c-cgroup2", "0-5", "0-5" },
 };
 
 static int checked, differences, failures;
@@ -180,6 +197,29 @@ static void compare_capture(const char *name, const char *root) {
                 if (!tune_cpuset_equal(&al, &t->usable)) {
                         _cleanup_free_ char *a = fmt(&t->usable), *b = fmt(&al);
                         report(name, "usable", a, b);
+                }
+        }
+        for (size_t i = 0; i < ELEMENTSOF(EXPECTED_USABLE); i++) {
+                _cleanup_free_ char *u = NULL, *m = NULL;
+                if (!streq(EXPECTED_USABLE[i].capture, name))
+                        continue;
+                u = fmt(&t->usable);
+                m = fmt(&t->mems_usable);
+                checked++;
+                if (!streq(u, EXPECTED_USABLE[i].usable) || !streq(m, EXPECTED_USABLE[i].mems_usable)) {
+                        printf("FAIL %s: usable %s mems_usable %s, want %s and %s\n", name, u, m,
+                               EXPECTED_USABLE[i].usable, EXPECTED_USABLE[i].mems_usable);
+                        failures++;
+                }
+        }
+        /* Memory nodes: mems_usable = hwloc's allowed nodeset (cpuset.mems.effective). */
+        {
+                _cleanup_cpuset_ tune_cpuset al = {};
+                bitmap_to_cpuset(hwloc_topology_get_allowed_nodeset(topo), &al);
+                checked++;
+                if (!tune_cpuset_equal(&al, &t->mems_usable)) {
+                        _cleanup_free_ char *a = fmt(&t->mems_usable), *b = fmt(&al);
+                        report(name, "mems_usable", a, b);
                 }
         }
 

@@ -21,6 +21,7 @@
 #include "npu-tuned/accel.h"
 #include "npu-tuned/plan.h"
 #include "npu-tuned/topology.h"
+#include "plan-assert.h"
 
 static int run(char *const argv[]) {
         int status;
@@ -78,22 +79,6 @@ static tune_policy_rule atlas_rule(void) {
         };
 }
 
-static void assert_set(const tune_cpuset *s, const char *want) {
-        _cleanup_free_ char *got = NULL;
-        assert_int_equal(tune_cpuset_format_list(s, &got), 0);
-        if (!streq(got, want))
-                fprintf(stderr, "set is \"%s\", want \"%s\"\n", got, want);
-        assert_string_equal(got, want);
-}
-
-static bool has_reason(const tune_plan *p, const char *needle) {
-        for (unsigned i = 0; i < p->n_reasons; i++)
-                if (strstr(p->reasons[i], needle))
-                        return true;
-        for (unsigned i = 0; i < p->n_reasons; i++)
-                fprintf(stderr, "  %s\n", p->reasons[i]);
-        return false;
-}
 
 /* One process per NPU, as vllm-ascend runs TP4. */
 static void test_generated_atlas(void **state) {

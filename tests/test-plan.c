@@ -13,6 +13,7 @@
 #include <json.h>
 
 #include "fake-topology.h"
+#include "plan-assert.h"
 #include "npu-tuned/plan.h"
 #include "npu-tuned/thread-role.h"
 
@@ -32,35 +33,6 @@ static tune_policy_rule make_rule(unsigned control_cpus, unsigned compute_cpus, 
                 .memory_migrate = true,
                 .memory_min_free_kib = min_free_kib,
         };
-}
-
-static void assert_set(const tune_cpuset *s, const char *want) {
-        _cleanup_free_ char *got = NULL;
-        assert_int_equal(tune_cpuset_format_list(s, &got), 0);
-        if (!streq(got, want))
-                fprintf(stderr, "set is \"%s\", want \"%s\"\n", got, want);
-        assert_string_equal(got, want);
-}
-
-static void print_reasons(const tune_plan *p) {
-        fprintf(stderr, "placement (%s):\n", tune_plan_action_to_string(p->action));
-        for (unsigned i = 0; i < p->n_reasons; i++)
-                fprintf(stderr, "  %s\n", p->reasons[i]);
-}
-
-static bool has_reason(const tune_plan *p, const char *needle) {
-        for (unsigned i = 0; i < p->n_reasons; i++)
-                if (strstr(p->reasons[i], needle))
-                        return true;
-        return false;
-}
-
-static void assert_reason(const tune_plan *p, const char *needle) {
-        if (!has_reason(p, needle)) {
-                fprintf(stderr, "no reason contains \"%s\"\n", needle);
-                print_reasons(p);
-        }
-        assert_true(has_reason(p, needle));
 }
 
 static void placements_done(tune_plan *p, unsigned n) {

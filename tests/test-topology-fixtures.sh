@@ -37,6 +37,9 @@ online = cpus(m["cpus"]["online"])
 if cpus(j["cpus_online"]) != online: fail(f"online {j['cpus_online']} != {m['cpus']['online']}")
 if cpus(j["cpus_usable"]) != cpus(m["cpus"]["usable"]): fail(f"usable {j['cpus_usable']} != {m['cpus']['usable']}")
 nodes = {n["id"]: n for n in j["nodes"]}
+# The generator's cgroup restricts CPUs only: every node may take memory; no overlap.
+if j["mems_usable"] != sorted(nodes): fail(f"mems_usable {j['mems_usable']}")
+if j["nodes_overlap"] is not False: fail("nodes_overlap")
 if sorted(nodes) != sorted(int(k) for k in m["nodes"]): fail(f"nodes {sorted(nodes)}")
 for k, want in m["nodes"].items():
     got = nodes[int(k)]

@@ -41,7 +41,19 @@
  * Memory: for each home node, that node if its MemFree is at least the rule's
  * memory_min_free_kib, else the nearest node by distance that has it (ties: more free
  * memory, then the lower id). The decision is made once, when the process is first
- * planned, and kept on re-plans (pages should not chase MemFree around). */
+ * planned, and kept on re-plans (pages should not chase MemFree around). Only nodes in the
+ * topology's mems_usable and the process's cpuset mems are candidates.
+ *
+ * A process in a cgroup with a cpuset (a container, a Kubernetes pod) is planned inside
+ * it: its pool only takes CPUs of its cpuset, its memory only nodes of its mems. When its
+ * cpuset has no CPU on its accelerators' nodes, the nodes of its cpuset's CPUs are its
+ * home for CPUs (memory still prefers the accelerators' nodes), and the reasons say so
+ * with the fix. When nothing is left for it to take exclusively, its pool is its whole
+ * cpuset (shared), still split by role.
+ *
+ * Firmware that lists a CPU in several nodes (tune_topology.nodes_overlap): every CPU is
+ * dealt once. Nodes with the same CPUs form one pool (the lowest node's); a CPU of a
+ * partial overlap belongs to the lowest node that lists it. */
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -78,6 +90,8 @@ typedef struct tune_plan {
         bool shared;                /* explicit unattributed_cpus: not exclusive */
         bool memory_decided;        /* mem_nodes was decided (possibly: leave memory alone) */
         tune_cpuset mem_nodes;      /* where the memory goes; empty: leave it where it is */
+        bool in_cpuset;             /* planned inside the process's cgroup cpuset */
+        bool cpuset_far;            /* ... which has no CPU on its accelerators' nodes */
         char **reasons;             /* human-readable, in the order the decisions were made */
         unsigned n_reasons;
 } tune_plan;
@@ -103,6 +117,18 @@ typedef struct tune_claim {
         char why[160];      /* how it was (not) verified, for the reasons; "" none */
 } tune_claim;
 
+/* The cgroup cpuset a process lives in (include/npu-tuned/cgroup-cpuset.h), as the planner
+ * takes it: empty sets mean "not restricted". */
+typedef struct tune_plan_cpuset {
+        tune_cpuset cpus;
+        tune_cpuset mems;
+        char *owner; /* for reasons: "cgroup /kubepods.slice/... (pod ..., container ...)" */
+} tune_plan_cpuset;
+
+void tune_plan_cpuset_done(tune_plan_cpuset *c);
+int tune_plan_cpuset_copy(tune_plan_cpuset *dst, const tune_plan_cpuset *src);
+bool tune_plan_cpuset_equal(const tune_plan_cpuset *a, const tune_plan_cpuset *b) _pure_;
+
 typedef struct tune_plan_request {
         uint64_t key;                    /* the caller's id for the process; not interpreted */
         tune_claim claim;
@@ -110,6 +136,7 @@ typedef struct tune_plan_request {
         const tune_accel *const *accels; /* the accelerators attributed to the process */
         unsigned n_accels;
         const tune_plan *previous;  /* its last plan; NULL when new */
+        const tune_plan_cpuset *cpuset;  /* its cgroup's cpuset; NULL: not restricted */
 } tune_plan_request;
 
 /* Plan n processes, given in arrival order (earlier ones win ties). ret must point to n
@@ -151,6 +178,12 @@ int tune_placer_set(tune_placer *p, uint64_t key, const tune_policy_rule *rule,
 int tune_placer_set_claim(tune_placer *p, uint64_t key, const tune_policy_rule *rule,
                           const tune_accel *const *accels, unsigned n_accels, const tune_claim *claim,
                           tune_keys *ret_changed);
+
+/* The cgroup cpuset of a known process (NULL: none) changed: keep it and re-plan when it
+ * differs from what the placer had. Memory is decided again when the decided nodes are no
+ * longer all allowed. *ret_changed gets the keys of every process whose CPUs changed, this
+ * one included. -ENOENT if unknown; 0 when nothing changed, 1 when it re-planned. */
+int tune_placer_set_cpuset(tune_placer *p, uint64_t key, const tune_plan_cpuset *cpuset, tune_keys *ret_changed);
 /* Forget a process (it exited) and re-plan; -ENOENT if unknown. */
 int tune_placer_remove(tune_placer *p, uint64_t key, tune_keys *ret_changed);
 /* The topology changed (CPU hotplug): re-plan everything on the new one. */

@@ -38,9 +38,15 @@ typedef struct tune_topology {
         /* online CPUs this process may use: minus its cgroup cpuset and its own affinity
          * (from proc/self/status below the root). */
         tune_cpuset usable;
+        /* node ids this process may put memory on: every node minus its cgroup's
+         * cpuset.mems(.effective) and its Mems_allowed_list. Empty: not computed
+         * (hand-built topologies), every node then. */
+        tune_cpuset mems_usable;
+        int cgroup_version;   /* the hierarchy usable/mems_usable came from: 2, 1, 0 (none) */
         bool numa_from_sysfs; /* false: kernel without NUMA sysfs, one synthetic node 0 */
         /* Firmware nonsense: some CPU is listed in two nodes (hwloc discards such NUMA
-         * information). Reported by --print-topology; the planner does not use it yet. */
+         * information). The planner deals each CPU once: nodes with the same CPUs share one
+         * pool (libtune/plan.c). */
         bool nodes_overlap;
 } tune_topology;
 

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "npu-tuned/cgroup-cpuset.h"
 #include "npu-tuned/parse.h"
 #include "npu-tuned/topology.h"
 
@@ -21,6 +22,7 @@ tune_topology *tune_topology_free(tune_topology *t) {
         free(t->cpus);
         tune_cpuset_done(&t->online);
         tune_cpuset_done(&t->usable);
+        tune_cpuset_done(&t->mems_usable);
         free(t);
         return NULL;
 }
@@ -254,83 +256,51 @@ static int load_cpus(const tune_ctx *ctx, tune_topology *t) {
         return 0;
 }
 
-/* The cgroup v2 cpuset of this process (below the root): proc/self/cgroup gives the path
- * ("0::/x"; older captures only have proc/self/cpuset), proc/self/mounts gives where the
- * cgroup2 hierarchy is mounted. -ENOENT when there is no such restriction to apply. */
-static int read_cgroup_cpus(const tune_ctx *ctx, tune_cpuset *ret) {
-        _cleanup_free_ char *cg = NULL, *mounts = NULL;
-        const char *cgpath = NULL;
-        char mnt[256] = "";
-        char path[768];
-        int r;
+/* A "Cpus_allowed_list:"-style key of proc/self/status as a set; -ENOENT when absent. */
+static int status_list(const char *status, const char *key, tune_cpuset *ret) {
+        const char *v;
+        size_t len;
+        char buf[4096];
 
-        if (tune_read_string(ctx, "/proc/self/cgroup", &cg) >= 0) {
-                for (char *line = cg; line && *line;) {
-                        char *eol = strchr(line, '\n');
-                        if (eol)
-                                *eol = 0;
-                        if (startswith_lit(line, "0::"))
-                                cgpath = line + 3;
-                        line = eol ? eol + 1 : NULL;
-                }
-        } else if (tune_read_string(ctx, "/proc/self/cpuset", &cg) >= 0)
-                cgpath = cg;
-        if (!cgpath || cgpath[0] != '/' || strstr(cgpath, ".."))
+        if (tune_find_key(status, key, &v, &len) < 0 || len >= sizeof buf)
                 return -ENOENT;
-        if (tune_read_file(ctx, "/proc/self/mounts", 0, &mounts, NULL) < 0 &&
-            tune_read_file(ctx, "/proc/mounts", 0, &mounts, NULL) < 0)
-                return -ENOENT;
-        for (char *line = mounts; line && *line;) {
-                char *eol = strchr(line, '\n');
-                char dev[64], dir[256], type[32];
-                if (eol)
-                        *eol = 0;
-                if (sscanf(line, "%63s %255s %31s", dev, dir, type) == 3 && streq(type, "cgroup2"))
-                        memcpy(mnt, dir, sizeof mnt);
-                line = eol ? eol + 1 : NULL;
-        }
-        if (!mnt[0] || strstr(mnt, ".."))
-                return -ENOENT;
-        /* Walk up from the process's cgroup to the first level that has the file. */
-        _cleanup_free_ char *rel = strdup(cgpath);
-        if (!rel)
-                return -ENOMEM;
-        for (;;) {
-                r = tune_path(path, sizeof path, "%s%s/cpuset.cpus.effective", mnt, streq(rel, "/") ? "" : rel);
-                if (r < 0)
-                        return r;
-                r = read_cpuset_list(ctx, path, ret);
-                if (r != -ENOENT)
-                        return r;
-                char *slash = strrchr(rel, '/');
-                if (!slash || slash == rel)
-                        return -ENOENT;
-                *slash = 0;
-        }
+        memcpy(buf, v, len);
+        buf[len] = 0;
+        return tune_cpuset_parse_list(ret, buf);
 }
 
+/* What this process may use: the online CPUs (every node) narrowed by its cgroup's cpuset
+ * (v2 or v1) and by its own affinity and memory policy as proc/self/status shows them. */
 static int compute_usable(const tune_ctx *ctx, tune_topology *t) {
         _cleanup_free_ char *status = NULL;
-        _cleanup_cpuset_ tune_cpuset cg = {};
+        _cleanup_(tune_cgroup_cpuset_done) tune_cgroup_cpuset cg = {};
+        _cleanup_cpuset_ tune_cpuset allowed = {};
         int r;
 
         r = tune_cpuset_copy(&t->usable, &t->online);
         if (r < 0)
                 return r;
-        r = read_cgroup_cpus(ctx, &cg);
-        if (r >= 0 && !tune_cpuset_is_empty(&cg))
-                tune_cpuset_and(&t->usable, &cg);
+        for (unsigned i = 0; i < t->n_nodes; i++) {
+                r = tune_cpuset_add(&t->mems_usable, (unsigned) t->nodes[i].id);
+                if (r < 0)
+                        return r;
+        }
+        r = tune_cgroup_cpuset_read(ctx, 0, &cg);
+        if (r == -ENOMEM)
+                return r;
+        if (r >= 0) {
+                t->cgroup_version = cg.version;
+                if (!tune_cpuset_is_empty(&cg.cpus))
+                        tune_cpuset_and(&t->usable, &cg.cpus);
+                if (!tune_cpuset_is_empty(&cg.mems))
+                        tune_cpuset_and(&t->mems_usable, &cg.mems);
+        }
         if (tune_read_file(ctx, "/proc/self/status", 0, &status, NULL) >= 0) {
-                const char *v;
-                size_t len;
-                if (tune_find_key(status, "Cpus_allowed_list", &v, &len) >= 0 && len < 4096) {
-                        _cleanup_cpuset_ tune_cpuset allowed = {};
-                        char buf[4096];
-                        memcpy(buf, v, len);
-                        buf[len] = 0;
-                        if (tune_cpuset_parse_list(&allowed, buf) >= 0 && !tune_cpuset_is_empty(&allowed))
-                                tune_cpuset_and(&t->usable, &allowed);
-                }
+                if (status_list(status, "Cpus_allowed_list", &allowed) >= 0 && !tune_cpuset_is_empty(&allowed))
+                        tune_cpuset_and(&t->usable, &allowed);
+                if (t->numa_from_sysfs && status_list(status, "Mems_allowed_list", &allowed) >= 0 &&
+                    !tune_cpuset_is_empty(&allowed))
+                        tune_cpuset_and(&t->mems_usable, &allowed);
         }
         return 0;
 }

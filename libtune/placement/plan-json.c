@@ -66,6 +66,10 @@ int tune_plan_to_json(const tune_plan *p, struct json_object **ret) {
                 r = add_value(o, "shared", json_object_new_boolean(p->shared));
         if (r >= 0)
                 r = add_set(o, "mem_nodes", &p->mem_nodes);
+        if (r >= 0)
+                r = add_value(o, "in_cpuset", json_object_new_boolean(p->in_cpuset));
+        if (r >= 0)
+                r = add_value(o, "cpuset_far", json_object_new_boolean(p->cpuset_far));
         for (unsigned i = 0; r >= 0 && i < _TUNE_ROLE_MAX; i++)
                 r = add_set(roles, tune_role_to_string((tune_role) i), &p->role_cpus[i]);
         for (unsigned i = 0; r >= 0 && i < p->n_reasons; i++) {

@@ -43,6 +43,8 @@ int tune_plan_copy(tune_plan *dst, const tune_plan *src) {
                 .cpus_wanted = src->cpus_wanted,
                 .shared = src->shared,
                 .memory_decided = src->memory_decided,
+                .in_cpuset = src->in_cpuset,
+                .cpuset_far = src->cpuset_far,
         };
         int r = 0;
 
@@ -186,6 +188,8 @@ typedef struct plan_node {
         unsigned used;       /* CPUs granted */
         unsigned n_homed;    /* exclusive claims homed here */
         tune_cpuset taken;   /* CPUs chosen */
+        unsigned pool_of;    /* index of the node whose pool deals this node's CPUs (itself, or
+                              * the lowest node with the same CPUs when the firmware overlaps) */
 } plan_node;
 
 typedef struct plan_claim {
@@ -201,6 +205,9 @@ typedef struct plan_claim {
         unsigned *grant;     /* [node index] CPUs granted */
         unsigned *chosen;    /* [node index] CPUs picked so far */
         int *dist;           /* [node index] distance from the nearest home node */
+        unsigned *room;      /* [node index] available CPUs it may take there (its cpuset's) */
+        const tune_cpuset *allowed; /* its cgroup cpuset's CPUs; NULL: not restricted */
+        const tune_cpuset *mems;    /* its cgroup cpuset's memory nodes; NULL: not restricted */
         unsigned total;
 } plan_claim;
 
@@ -225,6 +232,7 @@ static void plan_state_done(plan_state *s) {
                 free(s->claims[k].grant);
                 free(s->claims[k].chosen);
                 free(s->claims[k].dist);
+                free(s->claims[k].room);
         }
         free(s->claims);
 }
@@ -256,6 +264,7 @@ static int claim_set_home(plan_state *s, plan_claim *c, int node_id) {
         int i = node_index(s, node_id);
         if (i < 0)
                 return -ENXIO;
+        i = (int) s->nodes[i].pool_of;
         if (!c->home[i]) {
                 c->home[i] = true;
                 c->n_home++;
@@ -383,6 +392,66 @@ static void claim_set_demand(const plan_state *s, plan_claim *c) {
         }
 }
 
+/* The fix to name when a process's cpuset has no CPU near its accelerators. */
+#define CPUSET_FAR_FIX "give it CPUs of its accelerators' node(s): in Kubernetes, the kubelet's " \
+        "Topology Manager policy single-numa-node (or restricted) with the static CPU Manager and a " \
+        "Guaranteed pod with integer CPUs; elsewhere, the container's --cpuset-cpus"
+
+/* How many of each node's available CPUs the claim may take (its cpuset's), and, when its
+ * cpuset has none on its home nodes, make the nodes of its cpuset its home for CPUs. */
+static int apply_cpuset(plan_state *s, plan_claim *c) {
+        const tune_plan_cpuset *cs = c->req->cpuset;
+        tune_plan *out = c->out;
+        unsigned near = 0, total = 0;
+        char b1[256], b2[256], b3[256];
+        int r;
+
+        for (unsigned i = 0; i < s->n_nodes; i++)
+                c->room[i] = s->nodes[i].cap;
+        if (!cs || (tune_cpuset_is_empty(&cs->cpus) && tune_cpuset_is_empty(&cs->mems)))
+                return 0;
+        out->in_cpuset = true;
+        if (!tune_cpuset_is_empty(&cs->mems))
+                c->mems = &cs->mems;
+        if (tune_cpuset_is_empty(&cs->cpus))
+                return add_reason(out, "%s: memory nodes %s; its CPUs are not restricted", cs->owner ? cs->owner : "its cgroup",
+                                  format_set(&cs->mems, b2, sizeof b2));
+        c->allowed = &cs->cpus;
+        for (unsigned i = 0; i < s->n_nodes; i++) {
+                _cleanup_cpuset_ tune_cpuset in = {};
+                r = tune_cpuset_copy(&in, &s->nodes[i].avail);
+                if (r < 0)
+                        return r;
+                tune_cpuset_and(&in, c->allowed);
+                c->room[i] = tune_cpuset_count(&in);
+                total += c->room[i];
+                if (c->home[i])
+                        near += c->room[i];
+        }
+        r = add_reason(out, "%s: CPUs %s, memory nodes %s: the pool and the memory are planned inside them (npu-tuned never "
+                       "changes a cgroup)", cs->owner ? cs->owner : "its cgroup", format_set(&cs->cpus, b1, sizeof b1),
+                       tune_cpuset_is_empty(&cs->mems) ? "any" : format_set(&cs->mems, b2, sizeof b2));
+        if (r < 0 || near > 0 || total == 0)
+                return r;
+        /* Nothing near its accelerators: serve it from the nodes its cpuset has. */
+        _cleanup_cpuset_ tune_cpuset nodes = {};
+        out->cpuset_far = true;
+        c->n_home = 0;
+        for (unsigned i = 0; i < s->n_nodes; i++) {
+                c->home[i] = c->room[i] > 0;
+                if (!c->home[i])
+                        continue;
+                c->n_home++;
+                r = tune_cpuset_add(&nodes, (unsigned) s->nodes[i].id);
+                if (r < 0)
+                        return r;
+        }
+        return add_reason(out, "its cpuset has no CPU on its accelerators' node(s) %s: placed inside its cpuset, on node(s) %s, "
+                          "roles still split there; expect slower host-device transfers. Fix: %s (cpuset now %s)",
+                          format_set(&out->home_nodes, b1, sizeof b1), format_set(&nodes, b2, sizeof b2), CPUSET_FAR_FIX,
+                          format_set(c->allowed, b3, sizeof b3));
+}
+
 static int resolve_claim(plan_state *s, plan_claim *c) {
         const tune_policy_rule *rule = c->req->rule;
         unsigned cc = rule->control.cpus, kc = rule->compute.cpus;
@@ -413,6 +482,9 @@ static int resolve_claim(plan_state *s, plan_claim *c) {
         if (c->out->action != TUNE_PLAN_PLACE)
                 return 0;
 
+        r = apply_cpuset(s, c);
+        if (r < 0)
+                return r;
         if (cc > 0 && kc > 0) {
                 c->want = cc + kc;
                 c->out->cpus_wanted = c->want;
@@ -421,6 +493,9 @@ static int resolve_claim(plan_state *s, plan_claim *c) {
                 c->min = cc + kc + 1;
         }
         claim_set_demand(s, c);
+        for (unsigned i = 0; i < s->n_nodes; i++)
+                if (c->demand[i] > c->room[i])
+                        c->demand[i] = c->room[i];
         for (unsigned i = 0; i < s->n_nodes; i++) {
                 c->dist[i] = DISTANCE_UNKNOWN;
                 for (unsigned h = 0; h < s->n_nodes; h++)
@@ -566,6 +641,8 @@ static int borrow_cpus(plan_state *s, bool unverified) {
                         unsigned spare = node->cap - node->used, take;
                         int r;
 
+                        if (c->room[i] - c->grant[i] < spare)
+                                spare = c->room[i] - c->grant[i];
                         if (spare == 0)
                                 continue;
                         take = target - c->total < spare ? target - c->total : spare;
@@ -606,23 +683,27 @@ static int choose_cpus(plan_state *s) {
                                 if (c->chosen[i] >= c->grant[i])
                                         break;
                                 if (!tune_cpuset_has(&node->avail, (unsigned) cpu) ||
-                                    tune_cpuset_has(&node->taken, (unsigned) cpu))
+                                    tune_cpuset_has(&node->taken, (unsigned) cpu) ||
+                                    (c->allowed && !tune_cpuset_has(c->allowed, (unsigned) cpu)))
                                         continue;
                                 int r = take_cpu(s, c, i, cpu);
                                 if (r < 0)
                                         return r;
                         }
                 }
-                for (int pass = 0; pass < 2; pass++)
+                /* Home claims before borrowers; in each, claims held to a cpuset first:
+                 * the others can take any CPU. */
+                for (int pass = 0; pass < 4; pass++)
                         for (unsigned k = 0; k < s->n_claims; k++) {
                                 plan_claim *c = &s->claims[k];
 
-                                if (c->grant[i] == 0 || c->home[i] != (pass == 0))
+                                if (c->grant[i] == 0 || c->home[i] != (pass < 2) || !c->allowed != (pass % 2 == 1))
                                         continue;
                                 TUNE_CPUSET_FOREACH(cpu, &node->avail) {
                                         if (c->chosen[i] >= c->grant[i])
                                                 break;
-                                        if (tune_cpuset_has(&node->taken, (unsigned) cpu))
+                                        if (tune_cpuset_has(&node->taken, (unsigned) cpu) ||
+                                            (c->allowed && !tune_cpuset_has(c->allowed, (unsigned) cpu)))
                                                 continue;
                                         int r = take_cpu(s, c, i, cpu);
                                         if (r < 0)
@@ -638,6 +719,7 @@ static int choose_cpus(plan_state *s) {
 static int ordered_pool(const plan_state *s, const plan_claim *c, int **ret, unsigned *ret_n, unsigned *ret_n_home) {
         _cleanup_free_ unsigned *order = NULL;
         _cleanup_free_ int *list = NULL;
+        _cleanup_cpuset_ tune_cpuset seen = {}; /* overlapping firmware lists a CPU twice */
         unsigned n = 0, n_home = 0, total = tune_cpuset_count(&c->out->pool);
 
         list = calloc(total ? total : 1, sizeof(int));
@@ -647,8 +729,11 @@ static int ordered_pool(const plan_state *s, const plan_claim *c, int **ret, uns
         for (unsigned o = 0; o < s->n_nodes; o++) {
                 unsigned i = order[o];
                 TUNE_CPUSET_FOREACH(cpu, &s->t->nodes[i].cpus) {
-                        if (!tune_cpuset_has(&c->out->pool, (unsigned) cpu) || n >= total)
+                        if (!tune_cpuset_has(&c->out->pool, (unsigned) cpu) || n >= total ||
+                            tune_cpuset_has(&seen, (unsigned) cpu))
                                 continue;
+                        if (tune_cpuset_add(&seen, (unsigned) cpu) < 0)
+                                return -ENOMEM;
                         list[n++] = cpu;
                         if (c->home[i])
                                 n_home++;
@@ -800,6 +885,17 @@ static int explain_pool(const plan_state *s, const plan_claim *c) {
                 if (r < 0)
                         return r;
         }
+        TUNE_CPUSET_FOREACH(id, &out->home_nodes) {
+                int i = node_index(s, id);
+                if (i < 0 || s->nodes[i].pool_of == (unsigned) i)
+                        continue;
+                r = add_reason(out, "the firmware lists node %d's CPUs %s in node %d too (nodes_overlap): one pool per distinct "
+                               "CPU set, so its CPUs come from node %d's pool", id,
+                               format_set(&s->t->nodes[i].cpus, buf, sizeof buf), s->nodes[s->nodes[i].pool_of].id,
+                               s->nodes[s->nodes[i].pool_of].id);
+                if (r < 0)
+                        return r;
+        }
         if (c->elastic)
                 r = add_reason(out, "wants a fair share of its node(s) (a role takes \"the rest\"; at least %u CPUs); got %u: %s",
                                c->min, c->total, format_set(&out->pool, buf, sizeof buf));
@@ -835,6 +931,13 @@ static int explain_pool(const plan_state *s, const plan_claim *c) {
         return 0;
 }
 
+/* May the claim's memory go to node n: the daemon's mems_usable and its cpuset's mems. */
+static bool memory_allowed(const plan_state *s, const plan_claim *c, int node) {
+        if (!tune_cpuset_is_empty(&s->t->mems_usable) && !tune_cpuset_has(&s->t->mems_usable, (unsigned) node))
+                return false;
+        return !c->mems || tune_cpuset_has(c->mems, (unsigned) node);
+}
+
 /* Memory for one home node: that node if it has min_free, else the nearest that has. */
 static int decide_memory_for(const plan_state *s, plan_claim *c, unsigned h, uint64_t min_free) {
         const tune_node *home = &s->t->nodes[h], *best = NULL;
@@ -842,8 +945,9 @@ static int decide_memory_for(const plan_state *s, plan_claim *c, unsigned h, uin
         _cleanup_free_ char *why = NULL, *passed = NULL;
         int best_d = 0, r;
         char b1[32], b2[32];
+        bool home_allowed = memory_allowed(s, c, home->id);
 
-        if (home->mem_total_kib > 0 && home->mem_free_kib >= min_free) {
+        if (home_allowed && home->mem_total_kib > 0 && home->mem_free_kib >= min_free) {
                 r = tune_cpuset_add(&out->mem_nodes, (unsigned) home->id);
                 if (r < 0)
                         return r;
@@ -859,14 +963,19 @@ static int decide_memory_for(const plan_state *s, plan_claim *c, unsigned h, uin
 
                 /* An accelerator's own memory (GPU memory as a CPU-less node) never takes a
                  * process's host memory. */
-                if (i == h || n->mem_total_kib == 0 || n->mem_free_kib < min_free || n->accelerator_memory)
+                if (i == h || n->mem_total_kib == 0 || n->mem_free_kib < min_free || n->accelerator_memory ||
+                    !memory_allowed(s, c, n->id))
                         continue;
                 if (!best || d < best_d || (d == best_d && n->mem_free_kib > best->mem_free_kib)) {
                         best = n;
                         best_d = d;
                 }
         }
-        if (home->mem_total_kib == 0)
+        if (!home_allowed)
+                r = asprintf(&why, "memory: node %d is not one it may use (%s)", home->id,
+                             c->mems && !tune_cpuset_has(c->mems, (unsigned) home->id) ? "not in its cpuset's mems" :
+                                                                                       "not in the daemon's mems_usable");
+        else if (home->mem_total_kib == 0)
                 r = asprintf(&why, "memory: node %d has no memory of its own", home->id);
         else
                 r = asprintf(&why, "memory: node %d has %s free < %s minimum", home->id,
@@ -892,6 +1001,7 @@ static int decide_memory_for(const plan_state *s, plan_claim *c, unsigned h, uin
                         if (i == h || distance_or_unknown(s->t, home->id, n->id) != d)
                                 continue;
                         r = asprintf(&more, "%s%snode %d (distance %d, %s)", passed ? passed : "", passed ? ", " : "", n->id, d,
+                                     !memory_allowed(s, c, n->id) ? "not allowed" :
                                      n->mem_total_kib == 0 ? "no memory" : format_gib(n->mem_free_kib, b1));
                         if (r < 0)
                                 return -ENOMEM;
@@ -923,10 +1033,13 @@ static int decide_memory(const plan_state *s, plan_claim *c) {
         out->memory_decided = true;
         if (!rule->memory_migrate)
                 return add_reason(out, "memory: left where it is (the rule does not move memory)");
-        for (unsigned h = 0; h < s->n_nodes; h++) {
-                if (!c->home[h])
+        /* The accelerators' nodes (not the pools they share under overlapping firmware,
+         * nor the cpuset's nodes a far cpuset gave it CPUs on). */
+        TUNE_CPUSET_FOREACH(id, &out->home_nodes) {
+                int h = node_index(s, id);
+                if (h < 0)
                         continue;
-                r = decide_memory_for(s, c, h, rule->memory_min_free_kib);
+                r = decide_memory_for(s, c, (unsigned) h, rule->memory_min_free_kib);
                 if (r < 0)
                         return r;
         }
@@ -953,11 +1066,24 @@ static int plan_state_init(plan_state *s, const tune_topology *t, const tune_pla
                 r = tune_plan_available_cpus(t, params, node->id, &node->avail);
                 if (r < 0)
                         return r;
-                node->cap = tune_cpuset_count(&node->avail);
                 r = tune_plan_available_cpus(t, NULL, node->id, &usable);
                 if (r < 0)
                         return r;
                 node->usable = tune_cpuset_count(&usable);
+                node->pool_of = i;
+                /* Overlapping firmware: deal every CPU once. A node with the CPUs of a
+                 * lower one joins its pool; a partial overlap stays with the lower node. */
+                for (unsigned j = 0; t->nodes_overlap && j < i; j++) {
+                        if (tune_cpuset_is_empty(&t->nodes[i].cpus) || !tune_cpuset_overlaps(&t->nodes[i].cpus, &t->nodes[j].cpus))
+                                continue;
+                        if (tune_cpuset_equal(&t->nodes[i].cpus, &t->nodes[j].cpus) && s->nodes[j].pool_of == j) {
+                                node->pool_of = j;
+                                tune_cpuset_clear(&node->avail);
+                                break;
+                        }
+                        tune_cpuset_andnot(&node->avail, &t->nodes[j].cpus);
+                }
+                node->cap = tune_cpuset_count(&node->avail);
         }
         for (unsigned k = 0; k < n; k++) {
                 plan_claim *c = &s->claims[k];
@@ -968,10 +1094,33 @@ static int plan_state_init(plan_state *s, const tune_topology *t, const tune_pla
                 c->grant = calloc(s->n_nodes ? s->n_nodes : 1, sizeof(unsigned));
                 c->chosen = calloc(s->n_nodes ? s->n_nodes : 1, sizeof(unsigned));
                 c->dist = calloc(s->n_nodes ? s->n_nodes : 1, sizeof(int));
-                if (!c->home || !c->demand || !c->grant || !c->chosen || !c->dist)
+                c->room = calloc(s->n_nodes ? s->n_nodes : 1, sizeof(unsigned));
+                if (!c->home || !c->demand || !c->grant || !c->chosen || !c->dist || !c->room)
                         return -ENOMEM;
         }
         return 0;
+}
+
+/* A claim held to a cpuset that has nothing left to take exclusively: the pool is the
+ * whole cpuset (what the process may use anyway), shared, split by role. */
+static int place_in_whole_cpuset(plan_state *s, plan_claim *c) {
+        tune_plan *out = c->out;
+        char buf[256];
+        int r;
+
+        r = tune_cpuset_copy(&out->pool, c->allowed);
+        if (r < 0)
+                return r;
+        tune_cpuset_and(&out->pool, tune_cpuset_is_empty(&s->t->usable) ? &s->t->online : &s->t->usable);
+        if (tune_cpuset_is_empty(&out->pool)) {
+                out->action = TUNE_PLAN_REFUSE;
+                return add_reason(out, "not placed: its cpuset %s has no CPU npu-tuned may use",
+                                  format_set(c->allowed, buf, sizeof buf));
+        }
+        c->exclusive = false;
+        out->shared = true;
+        return add_reason(out, "every available CPU of its cpuset is given to other managed processes (or is a housekeeping "
+                          "CPU): its pool is its whole cpuset %s, shared", format_set(&out->pool, buf, sizeof buf));
 }
 
 static int plan_all(plan_state *s) {
@@ -1004,12 +1153,29 @@ static int plan_all(plan_state *s) {
                 if (c->out->action != TUNE_PLAN_PLACE)
                         continue;
                 if (c->exclusive) {
+                        /* Overlapping cpusets of two claims can leave a grant unfilled. */
+                        c->total = tune_cpuset_count(&c->out->pool);
                         if (c->total == 0 && c->req->claim.unverified) {
                                 c->out->action = TUNE_PLAN_REFUSE;
                                 r = add_reason(c->out, "not placed: its claim is not verified, and every CPU it could "
                                                "have is wanted by verified claims (docs/trust.md)");
                                 if (r < 0)
                                         return r;
+                                continue;
+                        }
+                        /* Held to a cpuset with nothing left to take exclusively (trust first:
+                         * an unverified claim does not get a shared pool either). */
+                        if (c->total == 0 && c->allowed) {
+                                r = place_in_whole_cpuset(s, c);
+                                if (r < 0)
+                                        return r;
+                                if (c->out->action == TUNE_PLAN_PLACE) {
+                                        r = split_roles(s, c);
+                                        if (r >= 0)
+                                                r = decide_memory(s, c);
+                                        if (r < 0)
+                                                return r;
+                                }
                                 continue;
                         }
                         if (c->total == 0) {
@@ -1054,6 +1220,37 @@ int tune_plan_compute(const tune_topology *t, const tune_plan_params *params,
         return r;
 }
 
+/* ---- the cpuset of a request ---- */
+
+void tune_plan_cpuset_done(tune_plan_cpuset *c) {
+        if (!c)
+                return;
+        tune_cpuset_done(&c->cpus);
+        tune_cpuset_done(&c->mems);
+        free(c->owner);
+        c->owner = NULL;
+}
+
+int tune_plan_cpuset_copy(tune_plan_cpuset *dst, const tune_plan_cpuset *src) {
+        tune_plan_cpuset c = {};
+
+        if (tune_cpuset_copy(&c.cpus, &src->cpus) < 0 || tune_cpuset_copy(&c.mems, &src->mems) < 0 ||
+            (src->owner && !(c.owner = strdup(src->owner)))) {
+                tune_plan_cpuset_done(&c);
+                return -ENOMEM;
+        }
+        tune_plan_cpuset_done(dst);
+        *dst = c;
+        return 0;
+}
+
+bool tune_plan_cpuset_equal(const tune_plan_cpuset *a, const tune_plan_cpuset *b) {
+        if (!a || !b)
+                return a == b;
+        return tune_cpuset_equal(&a->cpus, &b->cpus) && tune_cpuset_equal(&a->mems, &b->mems) &&
+               streq(a->owner ? a->owner : "", b->owner ? b->owner : "");
+}
+
 /* ---- tune_placer ---- */
 
 typedef struct placer_entry {
@@ -1065,6 +1262,8 @@ typedef struct placer_entry {
         tune_claim claim;
         tune_plan plan;
         bool placed;
+        tune_plan_cpuset cpuset;
+        bool has_cpuset;
 } placer_entry;
 
 struct tune_placer {
@@ -1102,6 +1301,7 @@ static void entry_done(placer_entry *e) {
         free(e->accels);
         free(e->accel_ptrs);
         tune_plan_done(&e->plan);
+        tune_plan_cpuset_done(&e->cpuset);
         memset(e, 0, sizeof *e);
 }
 
@@ -1161,6 +1361,7 @@ static int placer_replan(tune_placer *p, const tune_topology *t, uint64_t skip_k
                         .accels = p->entries[i].accel_ptrs,
                         .n_accels = p->entries[i].n_accels,
                         .previous = p->entries[i].placed ? &p->entries[i].plan : NULL,
+                        .cpuset = p->entries[i].has_cpuset ? &p->entries[i].cpuset : NULL,
                 };
         r = tune_plan_compute(t, &p->params, reqs, p->n, out);
         if (r < 0) {
@@ -1251,17 +1452,21 @@ int tune_placer_set_claim(tune_placer *p, uint64_t key, const tune_policy_rule *
                 placer_entry old = *e;
                 fresh.plan = old.plan;
                 fresh.placed = old.placed;
+                fresh.cpuset = old.cpuset;
+                fresh.has_cpuset = old.has_cpuset;
                 fresh.plan.memory_decided = false;
                 *e = fresh;
                 r = placer_replan(p, p->t, key, true, ret_changed);
                 if (r < 0) {
                         e->plan.memory_decided = old.plan.memory_decided;
                         fresh.plan = (tune_plan) {};
+                        fresh.cpuset = (tune_plan_cpuset) {};
                         entry_done(&fresh);
                         *e = old;
                         return r;
                 }
                 old.plan = (tune_plan) {};
+                old.cpuset = (tune_plan_cpuset) {};
                 entry_done(&old);
                 return 0;
         }
@@ -1279,6 +1484,54 @@ int tune_placer_set_claim(tune_placer *p, uint64_t key, const tune_policy_rule *
                 return r;
         }
         return 0;
+}
+
+int tune_placer_set_cpuset(tune_placer *p, uint64_t key, const tune_plan_cpuset *cpuset, tune_keys *ret_changed) {
+        placer_entry *e;
+        tune_plan_cpuset old;
+        bool old_has, old_decided;
+        tune_keys changed = {};
+        int r;
+
+        if (!p)
+                return -EINVAL;
+        e = placer_find(p, key);
+        if (!e)
+                return -ENOENT;
+        if (e->has_cpuset == !!cpuset && (!cpuset || tune_plan_cpuset_equal(&e->cpuset, cpuset)))
+                return 0;
+        old = e->cpuset;
+        old_has = e->has_cpuset;
+        old_decided = e->plan.memory_decided;
+        e->cpuset = (tune_plan_cpuset) {};
+        e->has_cpuset = false;
+        if (cpuset) {
+                r = tune_plan_cpuset_copy(&e->cpuset, cpuset);
+                if (r < 0) {
+                        e->cpuset = old;
+                        e->has_cpuset = old_has;
+                        return r;
+                }
+                e->has_cpuset = true;
+                /* Memory decided on nodes it may no longer use is decided again. */
+                if (!tune_cpuset_is_empty(&cpuset->mems) && !tune_cpuset_is_subset(&e->plan.mem_nodes, &cpuset->mems))
+                        e->plan.memory_decided = false;
+        }
+        r = placer_replan(p, p->t, 0, false, &changed);
+        if (r < 0) {
+                tune_plan_cpuset_done(&e->cpuset);
+                e->cpuset = old;
+                e->has_cpuset = old_has;
+                e->plan.memory_decided = old_decided;
+                return r;
+        }
+        tune_plan_cpuset_done(&old);
+        if (ret_changed) {
+                tune_keys_done(ret_changed);
+                *ret_changed = changed;
+        } else
+                tune_keys_done(&changed);
+        return 1;
 }
 
 int tune_placer_remove(tune_placer *p, uint64_t key, tune_keys *ret_changed) {

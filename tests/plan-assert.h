@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#pragma once
+
+/* Assertions the plan tests share (cmocka must be included before this header). */
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "npu-tuned/plan.h"
+
+static inline void assert_set(const tune_cpuset *s, const char *want) {
+        _cleanup_free_ char *got = NULL;
+        assert_int_equal(tune_cpuset_format_list(s, &got), 0);
+        if (!streq(got, want))
+                fprintf(stderr, "set is \"%s\", want \"%s\"\n", got, want);
+        assert_string_equal(got, want);
+}
+
+static inline void print_reasons(const tune_plan *p) {
+        fprintf(stderr, "placement (%s):\n", tune_plan_action_to_string(p->action));
+        for (unsigned i = 0; i < p->n_reasons; i++)
+                fprintf(stderr, "  %s\n", p->reasons[i]);
+}
+
+static inline bool has_reason(const tune_plan *p, const char *needle) {
+        for (unsigned i = 0; i < p->n_reasons; i++)
+                if (strstr(p->reasons[i], needle))
+                        return true;
+        return false;
+}
+
+static inline void assert_reason(const tune_plan *p, const char *needle) {
+        if (!has_reason(p, needle)) {
+                fprintf(stderr, "no reason contains \"%s\"\n", needle);
+                print_reasons(p);
+        }
+        assert_true(has_reason(p, needle));
+}
