@@ -12,9 +12,9 @@ static const char *or_none(const char *s) {
         return s && *s ? s : "-";
 }
 
-void event_process_placed(Bus *bus, const managed_process *mp, const tune_plan *pl) {
+void event_process_placed(Bus *bus, const managed_process *mp, const tune_plan *pl, const char *container) {
         _cleanup_free_ char *pool = NULL, *control = NULL, *compute = NULL, *mem = NULL, *accels = NULL;
-        char f_pid[32], f_rule[160], f_accel[256];
+        char f_pid[32], f_rule[160], f_accel[256], f_container[192];
 
         (void) tune_attribution_format_accels(&mp->attribution, &accels);
         (void) tune_cpuset_format_list(&pl->pool, &pool);
@@ -24,10 +24,12 @@ void event_process_placed(Bus *bus, const managed_process *mp, const tune_plan *
         snprintf(f_pid, sizeof f_pid, "NPU_TUNED_PID=%d", mp->pid);
         snprintf(f_rule, sizeof f_rule, "NPU_TUNED_RULE=%s", mp->rule->name);
         snprintf(f_accel, sizeof f_accel, "NPU_TUNED_ACCEL=%s", accels ? accels : "");
-        const char *const fields[] = { f_pid, f_rule, f_accel, NULL };
+        snprintf(f_container, sizeof f_container, "NPU_TUNED_CONTAINER=%s", container ? container : "");
+        const char *const fields[] = { f_pid, f_rule, f_accel, container && *container ? f_container : NULL, NULL };
         log_struct(LOG_INFO, NPU_MESSAGE_PROCESS_PLACED, fields,
-                   "Placed pid %d (rule \"%s\", accelerators %s from %s): CPUs %s, control %s, compute %s, memory %s.",
-                   mp->pid, mp->rule->name, or_none(accels), tune_attribution_source_to_string(mp->attribution.source),
+                   "Placed pid %d%s%s%s (rule \"%s\", accelerators %s from %s): CPUs %s, control %s, compute %s, memory %s.",
+                   mp->pid, container && *container ? " (" : "", container ? container : "", container && *container ? ")" : "",
+                   mp->rule->name, or_none(accels), tune_attribution_source_to_string(mp->attribution.source),
                    or_none(pool), or_none(control), or_none(compute), mem && *mem ? mem : "left where it is");
         manager_bus_emit_process_placed(bus, mp, pl);
 }

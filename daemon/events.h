@@ -21,7 +21,8 @@
 
 struct Bus;
 
-void event_process_placed(struct Bus *bus, const managed_process *mp, const tune_plan *pl);
+/* container: "pod UID container RUNTIME://ID" (daemon/process-cpuset.h), "" or NULL: none. */
+void event_process_placed(struct Bus *bus, const managed_process *mp, const tune_plan *pl, const char *container);
 void event_process_released(struct Bus *bus, const managed_process *mp, const char *reason);
 /* A knob now holds to because npu-tuned wrote it: applied (from: the value before, label:
  * may be NULL) or restored (its original). IRQs are logged at debug level: they come by

@@ -119,6 +119,11 @@ void explain_print_text(json_object *j, FILE *f) {
         fprintf(f, "Process %s (%s)%s\n", str(j, "pid"), esc(str(j, "comm"), e1, sizeof e1),
                 streq(str(j, "source"), EXPLAIN_SOURCE_DAEMON) ? ", as the running npu-tuned placed it"
                                                                : ", as npu-tuned would place it");
+        if (*str(j, "container"))
+                fprintf(f, "  container:     %s\n", esc(str(j, "container"), e1, sizeof e1));
+        if (*str(j, "cgroup"))
+                fprintf(f, "  cgroup cpuset: CPUs %s, memory nodes %s (%s)\n", *str(j, "cgroup_cpus") ? str(j, "cgroup_cpus") : "any",
+                        *str(j, "cgroup_mems") ? str(j, "cgroup_mems") : "any", esc(str(j, "cgroup"), e1, sizeof e1));
         fprintf(f, "  rule:          %s (%s)\n", esc(str(j, "rule"), e1, sizeof e1), esc(str(j, "rule_file"), e2, sizeof e2));
         fprintf(f, "  accelerators:  %s (source: %s%s%s)\n", *str(j, "accelerators") ? str(j, "accelerators") : "none",
                 str(j, "accelerator_source"), *str(j, "accelerator_variable") ? ", " : "",

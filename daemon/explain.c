@@ -22,10 +22,30 @@
 #include "npu-tuned/plan.h"
 #include "npu-tuned/proc.h"
 #include "placement.h"
+#include "process-cpuset.h"
 #include "watcher.h"
 
-static int plan_process(const tune_ctx *ctx, const tune_accels *all, tune_placer *placer, managed_process *mp) {
-        return placement_set_process(placer, ctx, all, mp, placement_key(mp->pid, mp->start_time), NULL);
+/* Plan mp as the daemon would (its claim, inside its cgroup's cpuset); *cs (may be NULL)
+ * gets the cpuset. */
+static int plan_process(const tune_ctx *ctx, const tune_topology *t, const tune_accels *all, tune_placer *placer,
+                        managed_process *mp, process_cpuset *cs) {
+        uint64_t key = placement_key(mp->pid, mp->start_time);
+        process_cpuset own = {};
+        int r;
+
+        r = placement_set_process(placer, ctx, all, mp, key, NULL);
+        if (r < 0)
+                return r;
+        r = process_cpuset_read(ctx, t, mp->pid, &own);
+        if (r < 0 && r != -ESRCH)
+                log_warning_errno(r, "Failed to read the cgroup cpuset of pid %d, planning without it: %m", mp->pid);
+        r = tune_placer_set_cpuset(placer, key, process_cpuset_for_plan(&own), NULL);
+        if (cs) {
+                process_cpuset_done(cs);
+                *cs = own;
+        } else
+                process_cpuset_done(&own);
+        return r < 0 ? r : 0;
 }
 
 static int explain_computed(const daemon_options *o, json_object **ret) {
@@ -35,6 +55,7 @@ static int explain_computed(const daemon_options *o, json_object **ret) {
         Watcher *w = NULL;
         watcher_params params;
         managed_process *target = NULL;
+        _cleanup_(process_cpuset_done) process_cpuset target_cpuset = {};
         size_t n = 0;
         int r;
 
@@ -82,7 +103,7 @@ static int explain_computed(const daemon_options *o, json_object **ret) {
                 managed_process *other;
                 if (pids[i] == o->explain_pid || watcher_evaluate_pid(w, pids[i], &other) < 0)
                         continue;
-                if (plan_process(m->ctx, &m->accels, placer, other) < 0)
+                if (plan_process(m->ctx, m->topology, &m->accels, placer, other, NULL) < 0)
                         return log_oom(), 1;
         }
         r = watcher_evaluate_pid(w, o->explain_pid, &target);
@@ -90,13 +111,15 @@ static int explain_computed(const daemon_options *o, json_object **ret) {
                 fprintf(stderr, "npu-tuned: process %d went away\n", o->explain_pid);
                 return 1;
         }
-        r = plan_process(m->ctx, &m->accels, placer, target);
+        r = plan_process(m->ctx, m->topology, &m->accels, placer, target, &target_cpuset);
         if (r < 0) {
                 log_error_errno(r, "Failed to plan process %d: %m", o->explain_pid);
                 return 1;
         }
         const tune_plan *pl = tune_placer_get(placer, placement_key(target->pid, target->start_time));
         r = explain_process_to_json(target, pl, -1, EXPLAIN_SOURCE_COMPUTED, ret);
+        if (r >= 0)
+                r = process_cpuset_to_json(&target_cpuset, *ret);
         if (r < 0)
                 return log_oom(), 1;
         return 0;

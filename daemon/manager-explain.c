@@ -20,9 +20,15 @@ int manager_explain(Manager *m, pid_t pid, json_object **ret) {
         char reason[256];
         bool retitle = false;
 
-        if (mp)
-                return explain_process_to_json(mp, m->placement ? placement_get(m->placement, mp) : NULL,
-                                               placement_locality(mp), EXPLAIN_SOURCE_DAEMON, ret);
+        if (mp) {
+                int r = explain_process_to_json(mp, m->placement ? placement_get(m->placement, mp) : NULL,
+                                                placement_locality(mp), EXPLAIN_SOURCE_DAEMON, ret);
+                if (r >= 0 && m->placement && (r = placement_describe(m->placement, mp, *ret)) < 0) {
+                        json_object_put(*ret);
+                        *ret = NULL;
+                }
+                return r;
+        }
         if (!m->watcher) /* below a --root, /proc is not this host's either */
                 return explain_unmanaged_to_json(pid, EXPLAIN_SOURCE_DAEMON,
                                                  "the process watcher is off (--root or --no-watch)", ret);

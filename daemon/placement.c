@@ -11,6 +11,7 @@
 #include "npu-tuned/memmove.h"
 #include "npu-tuned/numa-maps.h"
 #include "placement.h"
+#include "process-cpuset.h"
 #include "reaction-time.h"
 
 /* Memory is moved in steps of this period, rate_mib_s * period each. */
@@ -55,6 +56,8 @@ typedef struct placed_process {
         double locality;        /* % of its memory on its memory node(s) when last verified; < 0: not measured */
         bool drift_logged;
         bool refusal_logged;
+        process_cpuset cpuset;  /* its cgroup's, as last read (match, reconcile) */
+        bool cpuset_error_logged;
 } placed_process;
 
 uint64_t placement_key(pid_t pid, uint64_t start_time) {
@@ -79,6 +82,7 @@ static void placed_process_free(placed_process *pp) {
         tune_memmove_free(pp->memmove);
         tune_affinity_originals_done(&pp->originals);
         tune_affinity_record_done(&pp->record);
+        process_cpuset_done(&pp->cpuset);
         free(pp);
 }
 
@@ -105,10 +109,13 @@ static managed_process *find_process(Placement *p, uint64_t key) {
 
 static void log_placement(const managed_process *mp, const tune_plan *pl, bool dry_run) {
         _cleanup_free_ char *pool = NULL, *control = NULL, *compute = NULL, *mem = NULL, *accels = NULL;
+        const placed_process *pp = mp->userdata;
+        char label[200];
 
         (void) tune_attribution_format_accels(&mp->attribution, &accels);
+        process_cpuset_label(&pp->cpuset, label, sizeof label);
         if (pl->action != TUNE_PLAN_PLACE) {
-                log_info("Not placing pid %d (rule \"%s\", accelerators %s from %s): %s.", mp->pid, mp->rule->name,
+                log_info("Not placing pid %d%s (rule \"%s\", accelerators %s from %s): %s.", mp->pid, label, mp->rule->name,
                          accels && *accels ? accels : "none", tune_attribution_source_to_string(mp->attribution.source),
                          pl->n_reasons > 0 ? pl->reasons[pl->n_reasons - 1] : tune_plan_action_to_string(pl->action));
                 return;
@@ -119,14 +126,37 @@ static void log_placement(const managed_process *mp, const tune_plan *pl, bool d
         (void) tune_cpuset_format_list(&pl->mem_nodes, &mem);
         /* Placing for real: the event reports it (events.c), once pinned. */
         if (dry_run)
-                log_info("Dry run: would place pid %d (rule \"%s\", accelerators %s from %s): CPUs %s, control %s, "
+                log_info("Dry run: would place pid %d%s (rule \"%s\", accelerators %s from %s): CPUs %s, control %s, "
                          "compute %s, memory %s.",
-                         mp->pid, mp->rule->name, accels && *accels ? accels : "none",
+                         mp->pid, label, mp->rule->name, accels && *accels ? accels : "none",
                  tune_attribution_source_to_string(mp->attribution.source), pool ? pool : "?",
                  control && *control ? control : "-", compute && *compute ? compute : "-",
                  mem && *mem ? mem : "left where it is");
         for (unsigned i = 0; i < pl->n_reasons; i++)
                 log_debug("  pid %d: %s", mp->pid, pl->reasons[i]);
+        if (pl->cpuset_far)
+                log_notice("pid %d%s: its cpuset has no CPU near its accelerator(s); placed inside it. %s", mp->pid, label,
+                           pl->n_reasons > 0 ? "npu-tuned --explain PID says how to fix it." : "");
+}
+
+/* Read mp's cgroup cpuset again. 1: it differs from what the placer plans with. */
+static int refresh_cpuset(Placement *p, managed_process *mp, placed_process *pp) {
+        process_cpuset now = {};
+        int r;
+
+        r = process_cpuset_read(p->ctx, p->topology, mp->pid, &now);
+        if (r == -ESRCH)
+                return 0;
+        if (r < 0) {
+                if (!pp->cpuset_error_logged)
+                        log_warning_errno(r, "Failed to read the cgroup cpuset of pid %d, planning without it: %m", mp->pid);
+                pp->cpuset_error_logged = true;
+        }
+        bool same = now.restricted == pp->cpuset.restricted &&
+                    (!now.restricted || tune_plan_cpuset_equal(&now.plan, &pp->cpuset.plan));
+        process_cpuset_done(&pp->cpuset);
+        pp->cpuset = now;
+        return !same;
 }
 
 /* ---- the affinity record: originals persisted before the first pin ----
@@ -449,12 +479,22 @@ static void place(Placement *p, managed_process *mp) {
          * other processes' homes were decided when they were placed). */
         if (mp->rule->memory_migrate)
                 (void) tune_topology_refresh_memory(p->ctx, p->topology);
+        (void) refresh_cpuset(p, mp, pp);
         const tune_plan *before = tune_placer_get(p->placer, pp->key);
         tune_plan old = {};
         bool had = before && tune_plan_copy(&old, before) >= 0;
         r = placement_set_process(p->placer, p->ctx, p->accels, mp, pp->key, &changed);
+        if (r >= 0) {
+                tune_keys more = {};
+                r = tune_placer_set_cpuset(p->placer, pp->key, process_cpuset_for_plan(&pp->cpuset), &more);
+                for (unsigned i = 0; r >= 0 && i < more.n; i++)
+                        if (more.keys[i] != pp->key && !tune_keys_contain(&changed, more.keys[i]))
+                                r = tune_keys_add(&changed, more.keys[i]);
+                tune_keys_done(&more);
+        }
         if (r < 0) {
                 tune_plan_done(&old);
+                tune_keys_done(&changed);
                 log_warning_errno(r, "Failed to plan pid %d, leaving it alone: %m", mp->pid);
                 return;
         }
@@ -483,10 +523,15 @@ static void place(Placement *p, managed_process *mp) {
         arm_memory(p, mp, pp, pl);
         if (pl->action == TUNE_PLAN_PLACE && !same) {
                 p->stats.placements++;
-                event_process_placed(p->bus, mp, pl);
+                event_process_placed(p->bus, mp, pl, pp->cpuset.container);
         }
         log_debug("pid %d placed %llu us after it was matched.", mp->pid,
                   (unsigned long long) (now_usec() - pp->matched_usec));
+}
+
+int placement_describe(const Placement *p, const managed_process *mp, struct json_object *j) {
+        const placed_process *pp = mp->userdata;
+        return pp ? process_cpuset_to_json(&pp->cpuset, j) : 0;
 }
 
 /* ---- the watcher's callbacks ---- */
@@ -605,15 +650,71 @@ static void on_process_exit(Watcher *w, managed_process *mp, watcher_exit_reason
         mp->userdata = NULL;
 }
 
+/* The kernel before 6.2 (commit 8f9ea86fdf99) resets every task of a cpuset to the
+ * cpuset's CPUs when the cpuset is written: a thread whose mask is now exactly its
+ * cpuset's did not re-bind itself. */
+static bool reset_by_cpuset(const placed_process *pp, pid_t tid) {
+        _cleanup_cpuset_ tune_cpuset now = {};
+
+        if (!pp->cpuset.restricted || tune_affinity_backend_kernel.get(tune_affinity_backend_kernel.userdata, tid, &now) < 0)
+                return false;
+        return tune_cpuset_equal(&now, &pp->cpuset.plan.cpus);
+}
+
 static void on_process_reconciled(Watcher *w, managed_process *mp, void *userdata) {
         Placement *p = userdata;
         placed_process *pp = mp->userdata;
         unsigned drifted = 0;
         pid_t first = 0;
+        char label[200];
 
-        if (!pp || p->dry_run ||
-            tune_affinity_check(p->ctx, NULL, &pp->originals, &drifted, &first) < 0 || drifted == 0)
+        if (!pp || p->dry_run)
                 return;
+        /* Its cgroup's cpuset is rewritten by the kubelet or the runtime: plan again
+         * inside the new one and pin again (inotify does not see cpuset.*.effective). */
+        if (refresh_cpuset(p, mp, pp) > 0) {
+                tune_keys changed = {};
+                _cleanup_free_ char *cpus = NULL, *mems = NULL;
+                (void) tune_cpuset_format_list(&pp->cpuset.plan.cpus, &cpus);
+                (void) tune_cpuset_format_list(&pp->cpuset.plan.mems, &mems);
+                log_notice("The cgroup cpuset of pid %d%s changed (now %s%s%s%s): planning it again.", mp->pid,
+                           process_cpuset_label(&pp->cpuset, label, sizeof label),
+                           pp->cpuset.restricted ? "CPUs " : "unrestricted", pp->cpuset.restricted && cpus ? cpus : "",
+                           pp->cpuset.restricted ? ", memory nodes " : "", pp->cpuset.restricted && mems ? mems : "");
+                _cleanup_cpuset_ tune_cpuset old_mem = {};
+                const tune_plan *pl = tune_placer_get(p->placer, pp->key);
+                if ((pl && tune_cpuset_copy(&old_mem, &pl->mem_nodes) < 0) ||
+                    tune_placer_set_cpuset(p->placer, pp->key, process_cpuset_for_plan(&pp->cpuset), &changed) < 0) {
+                        log_oom();
+                        return;
+                }
+                pl = tune_placer_get(p->placer, pp->key);
+                if (!pl)
+                        return;
+                if (pl->action == TUNE_PLAN_PLACE)
+                        event_process_placed(p->bus, mp, pl, pp->cpuset.container);
+                else
+                        log_placement(mp, pl, false);
+                apply_process(p, mp);
+                apply_changed(p, &changed);
+                tune_keys_done(&changed);
+                if (!tune_cpuset_equal(&old_mem, &pl->mem_nodes)) {
+                        /* Its memory nodes moved with its cpuset's mems: move the pages again. */
+                        pp->memory_done = false;
+                        pp->memory_timer = sd_event_source_disable_unref(pp->memory_timer);
+                        pp->memmove = tune_memmove_free(pp->memmove);
+                        arm_memory(p, mp, pp, pl);
+                }
+                return;
+        }
+        if (tune_affinity_check(p->ctx, NULL, &pp->originals, &drifted, &first) < 0 || drifted == 0)
+                return;
+        if (reset_by_cpuset(pp, first)) {
+                log_notice("The kernel reset the CPU affinity of %u thread(s) of pid %d to its cpuset (a cpuset write on a "
+                           "kernel before 6.2): pinning them again.", drifted, mp->pid);
+                apply_process(p, mp);
+                return;
+        }
         if (mp->rule->reassert_affinity) {
                 if (!pp->drift_logged)
                         log_notice("pid %d changed the CPU affinity of %u thread(s) (first: %d); the policy says re-assert.",

@@ -36,6 +36,11 @@ int placement_reset(Placement *p, const tune_policy *policy, const tune_accels *
 /* What the watcher calls; userdata is the Placement. */
 extern const watcher_ops placement_watcher_ops;
 
+/* What the daemon knows of mp beyond its plan, added to its explanation
+ * (daemon/explain-json.h): its container and cgroup cpuset. */
+struct json_object;
+int placement_describe(const Placement *p, const managed_process *mp, struct json_object *j);
+
 /* The managed process's current plan (NULL when not placed), for --explain/D-Bus. */
 const tune_plan *placement_get(const Placement *p, const managed_process *mp);
 

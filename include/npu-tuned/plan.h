@@ -159,6 +159,7 @@ typedef struct tune_keys {
 } tune_keys;
 void tune_keys_done(tune_keys *k);
 bool tune_keys_contain(const tune_keys *k, uint64_t key) _pure_;
+int tune_keys_add(tune_keys *k, uint64_t key);
 
 /* The placer borrows t until it is freed or given another topology; rules passed to
  * tune_placer_set() are borrowed too: after a policy reload, call tune_placer_set() again

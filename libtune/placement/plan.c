@@ -1288,7 +1288,7 @@ bool tune_keys_contain(const tune_keys *k, uint64_t key) {
         return false;
 }
 
-static int keys_add(tune_keys *k, uint64_t key) {
+int tune_keys_add(tune_keys *k, uint64_t key) {
         uint64_t *a = realloc(k->keys, (k->n + 1) * sizeof(uint64_t));
         if (!a)
                 return -ENOMEM;
@@ -1373,7 +1373,7 @@ static int placer_replan(tune_placer *p, const tune_topology *t, uint64_t skip_k
                 if (skip && e->key == skip_key)
                         continue;
                 if (e->placed && !placement_cpus_equal(&e->plan, &out[i]))
-                        r = keys_add(&changed, e->key);
+                        r = tune_keys_add(&changed, e->key);
         }
         if (r < 0) {
                 for (unsigned i = 0; i < p->n; i++)

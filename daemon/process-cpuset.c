@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "npu-tuned/cgroup-cpuset.h"
+#include "process-cpuset.h"
+
+void process_cpuset_done(process_cpuset *c) {
+        if (!c)
+                return;
+        tune_plan_cpuset_done(&c->plan);
+        *c = (process_cpuset) {};
+}
+
+/* A cgroup path as it may appear in a log line: printable ASCII, bounded. */
+static void safe_copy(char *dst, size_t size, const char *src) {
+        size_t i = 0;
+
+        for (; src[i] && i + 4 < size; i++)
+                dst[i] = src[i] >= 0x20 && src[i] < 0x7f ? src[i] : '?';
+        if (src[i])
+                memcpy(dst + (i < size - 4 ? i : size - 4), "...", 4);
+        else
+                dst[i] = 0;
+}
+
+int process_cpuset_read(const tune_ctx *ctx, const tune_topology *t, pid_t pid, process_cpuset *ret) {
+        _cleanup_(tune_cgroup_cpuset_done) tune_cgroup_cpuset cg = {};
+        process_cpuset c = {};
+        tune_container_id id;
+        char path[200], owner[400];
+        int r;
+
+        process_cpuset_done(ret);
+        r = tune_cgroup_cpuset_read(ctx, pid, &cg);
+        if (r == -ENOENT)
+                return 0; /* no cpuset controller anywhere: nothing restricts it */
+        if (r < 0)
+                return r;
+        c.version = cg.version;
+        if (tune_container_identify(cg.path, &id))
+                tune_container_format(&id, c.container, sizeof c.container);
+        /* Only a cpuset narrower than the daemon's own is a limit worth planning around
+         * (and saying so): the root cgroup's is every CPU. */
+        c.restricted = (!tune_cpuset_is_empty(&cg.cpus) && !tune_cpuset_is_subset(&t->usable, &cg.cpus)) ||
+                       (!tune_cpuset_is_empty(&cg.mems) && !tune_cpuset_is_empty(&t->mems_usable) &&
+                        !tune_cpuset_is_subset(&t->mems_usable, &cg.mems));
+        if (c.restricted) {
+                safe_copy(path, sizeof path, cg.path);
+                snprintf(owner, sizeof owner, "cgroup v%d %s%s%s%s", cg.version, path, c.container[0] ? " (" : "",
+                         c.container, c.container[0] ? ")" : "");
+                c.plan.owner = strdup(owner);
+                if (!c.plan.owner)
+                        return -ENOMEM;
+                c.plan.cpus = cg.cpus;
+                c.plan.mems = cg.mems;
+                cg.cpus = (tune_cpuset) {};
+                cg.mems = (tune_cpuset) {};
+        }
+        *ret = c;
+        return 0;
+}
+
+const tune_plan_cpuset *process_cpuset_for_plan(const process_cpuset *c) {
+        return c->restricted ? &c->plan : NULL;
+}
+
+const char *process_cpuset_label(const process_cpuset *c, char *buf, size_t size) {
+        if (!c->container[0])
+                snprintf(buf, size, "%s", "");
+        else
+                snprintf(buf, size, " (%s)", c->container);
+        return buf;
+}
+
+static int add(struct json_object *j, const char *key, struct json_object *v) {
+        if (!v || json_object_object_add(j, key, v) < 0) {
+                json_object_put(v);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+int process_cpuset_to_json(const process_cpuset *c, struct json_object *j) {
+        _cleanup_free_ char *cpus = NULL, *mems = NULL;
+        int r;
+
+        r = add(j, "container", json_object_new_string(c->container));
+        if (r < 0 || !c->restricted)
+                return r;
+        if (tune_cpuset_format_list(&c->plan.cpus, &cpus) < 0 || tune_cpuset_format_list(&c->plan.mems, &mems) < 0)
+                return -ENOMEM;
+        r = add(j, "cgroup_cpus", json_object_new_string(cpus));
+        if (r >= 0)
+                r = add(j, "cgroup_mems", json_object_new_string(mems));
+        if (r >= 0)
+                r = add(j, "cgroup", json_object_new_string(c->plan.owner ? c->plan.owner : ""));
+        return r;
+}
