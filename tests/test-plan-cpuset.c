@@ -205,6 +205,29 @@ static void test_placer_cpuset_change(void **state) {
         tune_plan_cpuset_done(&b);
 }
 
+/* The cpuset shrinks to one CPU of the node and one borrowed: compute keeps the home CPU
+ * even though control had it before (roles are not kept where they were then). */
+static void test_cpuset_shrinks_compute_stays_home(void **state) {
+        _cleanup_(tune_topology_freep) tune_topology *t = fake_atlas_800i_a2();
+        _cleanup_(tune_placer_freep) tune_placer *pl = NULL;
+        tune_policy_rule rule = make_rule(1, 1);
+        tune_accel npus[4];
+        const tune_accel *ptr;
+        tune_plan_cpuset cs;
+        (void) state;
+
+        fake_atlas_npus(npus);
+        ptr = &npus[0];
+        make_cpuset(&cs, "0,30", "");
+        assert_int_equal(tune_placer_new(t, NULL, &pl), 0);
+        assert_int_equal(tune_placer_set(pl, 1, &rule, &ptr, 1, NULL), 0);
+        assert_set(&tune_placer_get(pl, 1)->role_cpus[TUNE_ROLE_CONTROL], "0");
+        assert_int_equal(tune_placer_set_cpuset(pl, 1, &cs, NULL), 1);
+        assert_set(&tune_placer_get(pl, 1)->role_cpus[TUNE_ROLE_COMPUTE], "0");
+        assert_set(&tune_placer_get(pl, 1)->role_cpus[TUNE_ROLE_CONTROL], "30");
+        tune_plan_cpuset_done(&cs);
+}
+
 /* hwloc's 8em64t-2s2ca2c-buggynuma: every node lists every CPU. Two processes on two
  * "different" nodes must not share CPUs; memory follows each one's own node. */
 static void test_overlapping_nodes(void **state) {
@@ -244,6 +267,7 @@ int main(void) {
                 cmocka_unit_test(test_two_processes_one_restricted),
                 cmocka_unit_test(test_whole_cpuset),
                 cmocka_unit_test(test_placer_cpuset_change),
+                cmocka_unit_test(test_cpuset_shrinks_compute_stays_home),
                 cmocka_unit_test(test_overlapping_nodes),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -846,7 +846,9 @@ static int split_roles(const plan_state *s, plan_claim *c) {
                 kc = kc < n - 1 ? kc : n - 1;
                 cc = n - kc;
         }
-        if (c->req->previous && c->req->previous->action == TUNE_PLAN_PLACE) {
+        /* Keeping roles where they were must not put compute on borrowed CPUs while home
+         * CPUs go to control (a cpuset that shrank to part of the node): split afresh. */
+        if (c->req->previous && c->req->previous->action == TUNE_PLAN_PLACE && h == n) {
                 r = split_roles_sticky(c, list, n, cc, kc);
                 if (r != 0)
                         return r < 0 ? r : add_reason(out, "control threads: %s; compute threads: %s (kept where they were); "
