@@ -108,6 +108,11 @@ static const char *esc(const char *s, char *buf, size_t size) {
         return buf;
 }
 
+/* daemon/binding.c's "binding" values in words. */
+static const char *binding_text(const char *binding) {
+        return streq(binding, "engine") ? "bound by the engine" : streq(binding, "daemon") ? "npu-tuned binds" : "not bound yet";
+}
+
 void explain_print_text(json_object *j, FILE *f) {
         json_object *v, *roles, *reasons;
         char e1[1024], e2[1024], e3[1024];
@@ -128,6 +133,11 @@ void explain_print_text(json_object *j, FILE *f) {
         fprintf(f, "  accelerators:  %s (source: %s%s%s)\n", *str(j, "accelerators") ? str(j, "accelerators") : "none",
                 str(j, "accelerator_source"), *str(j, "accelerator_variable") ? ", " : "",
                 esc(str(j, "accelerator_variable"), e3, sizeof e3));
+        if (*str(j, "binding")) {
+                fprintf(f, "  binding:       %s (%s)\n", binding_text(str(j, "binding")), esc(str(j, "binding_reason"), e1, sizeof e1));
+                if (*str(j, "engine_report"))
+                        fprintf(f, "                 %s\n", esc(str(j, "engine_report"), e1, sizeof e1));
+        }
         if (json_object_object_get_ex(j, "rank", &v) && json_object_get_int(v) >= 0)
                 fprintf(f, "  rank:          %d\n", json_object_get_int(v));
         fprintf(f, "  action:        %s\n", str(j, "action"));

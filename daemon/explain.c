@@ -14,10 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "binding.h"
 #include "bus-client.h"
 #include "explain.h"
 #include "explain-json.h"
 #include "log.h"
+#include "npu-tuned/affinity-record.h"
 #include "manager.h"
 #include "npu-tuned/plan.h"
 #include "npu-tuned/proc.h"
@@ -46,6 +48,27 @@ static int plan_process(const tune_ctx *ctx, const tune_topology *t, const tune_
         } else
                 process_cpuset_done(&own);
         return r < 0 ? r : 0;
+}
+
+/* Who binds mp's threads, as the daemon would see it now: the rule and the engine's
+ * switches; under "auto" without a switch, the daemon's affinity record (it pinned them)
+ * or threads whose masks are narrower than what they may use (they bound themselves). */
+static binder explain_binding(const char *state_dir, const tune_ctx *ctx, const tune_topology *t, const managed_process *mp,
+                              const process_cpuset *cs, char *why, size_t size) {
+        _cleanup_(tune_affinity_record_done) tune_affinity_record rec = {};
+        binder b = binding_decide(mp, why, size);
+
+        if (b != BINDER_WATCHING)
+                return b;
+        if (tune_affinity_record_load(state_dir, mp->pid, &rec) >= 0 && rec.originals.start_time == mp->start_time) {
+                snprintf(why, size, "%s", "its threads did not bind themselves; npu-tuned pinned them");
+                return BINDER_DAEMON;
+        }
+        if (binding_threads_moved(ctx, mp->pid, cs->restricted ? &cs->plan.cpus : &t->usable, NULL, NULL)) {
+                snprintf(why, size, "%s", "its threads set their own CPU affinity");
+                return BINDER_ENGINE;
+        }
+        return b;
 }
 
 static int explain_computed(const daemon_options *o, json_object **ret) {
@@ -117,9 +140,16 @@ static int explain_computed(const daemon_options *o, json_object **ret) {
                 return 1;
         }
         const tune_plan *pl = tune_placer_get(placer, placement_key(target->pid, target->start_time));
+        char why[192];
+        binder b = explain_binding(o->state_dir, m->ctx, m->topology, target, &target_cpuset, why, sizeof why);
+        _cleanup_free_ char *report = NULL;
+        if (b == BINDER_ENGINE)
+                (void) binding_report(m->ctx, target->pid, pl, NULL, &report);
         r = explain_process_to_json(target, pl, -1, EXPLAIN_SOURCE_COMPUTED, ret);
         if (r >= 0)
                 r = process_cpuset_to_json(&target_cpuset, *ret);
+        if (r >= 0)
+                r = binding_to_json(b, why, report, *ret);
         if (r < 0)
                 return log_oom(), 1;
         return 0;

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "binding.h"
 #include "events.h"
 #include "log.h"
 #include "npu-tuned/affinity.h"
@@ -58,7 +59,16 @@ typedef struct placed_process {
         bool refusal_logged;
         process_cpuset cpuset;  /* its cgroup's, as last read (match, reconcile) */
         bool cpuset_error_logged;
+        /* Who binds its threads (daemon/binding.h): only BINDER_DAEMON pins. */
+        binder binder;
+        char binding_why[192];
+        tune_cpuset start_mask;        /* the main thread's mask at match, before anyone placed it */
+        sd_event_source *binding_timer; /* BINDER_WATCHING: the watch window */
+        uint64_t watch_until_usec;
+        char *engine_report;           /* last report of what the engine did (logged on change) */
 } placed_process;
+
+#define BINDING_POLL_USEC (100 * 1000ULL)
 
 uint64_t placement_key(pid_t pid, uint64_t start_time) {
         /* pid_max is at most 2^22. */
@@ -79,6 +89,9 @@ static void placed_process_free(placed_process *pp) {
         if (!pp)
                 return;
         sd_event_source_disable_unref(pp->memory_timer);
+        sd_event_source_disable_unref(pp->binding_timer);
+        tune_cpuset_done(&pp->start_mask);
+        free(pp->engine_report);
         tune_memmove_free(pp->memmove);
         tune_affinity_originals_done(&pp->originals);
         tune_affinity_record_done(&pp->record);
@@ -312,7 +325,8 @@ static void apply_process(Placement *p, managed_process *mp) {
         tune_affinity_stats stats = {};
         int r;
 
-        if (!pl)
+        /* Only when npu-tuned binds (daemon/binding.h): never two binders on one task. */
+        if (!pl || pp->binder != BINDER_DAEMON)
                 return;
         if (pl->action != TUNE_PLAN_PLACE) {
                 /* Placed before and not now (e.g. an unverified claim whose CPUs a verified
@@ -529,9 +543,96 @@ static void place(Placement *p, managed_process *mp) {
                   (unsigned long long) (now_usec() - pp->matched_usec));
 }
 
+/* The engine binds: say what it did, checked against the plan, when it changes. */
+static void report_engine(Placement *p, managed_process *mp, placed_process *pp) {
+        const tune_plan *pl = tune_placer_get(p->placer, pp->key);
+        _cleanup_cpuset_ tune_cpuset near = {};
+        _cleanup_free_ char *report = NULL;
+
+        if (pl)
+                TUNE_CPUSET_FOREACH(node, &pl->home_nodes) {
+                        const tune_node *n = tune_topology_node(p->topology, node);
+                        if (n && tune_cpuset_or(&near, &n->cpus) < 0)
+                                return;
+                }
+        if (binding_report(p->ctx, mp->pid, pl, &near, &report) < 0)
+                return;
+        if (pp->engine_report && streq(pp->engine_report, report))
+                return;
+        log_info("pid %d: %s.", mp->pid, report);
+        free(pp->engine_report);
+        pp->engine_report = TAKE_PTR(report);
+}
+
+static void step_back(Placement *p, managed_process *mp, placed_process *pp, pid_t tid, const tune_cpuset *mask,
+                      const char *when) {
+        _cleanup_free_ char *cpus = NULL;
+
+        (void) tune_cpuset_format_list(mask, &cpus);
+        snprintf(pp->binding_why, sizeof pp->binding_why, "its threads bind themselves (thread %d set CPUs %s %s)", tid,
+                 cpus ? cpus : "?", when);
+        pp->binder = BINDER_ENGINE;
+        pp->binding_timer = sd_event_source_disable_unref(pp->binding_timer);
+        log_notice("pid %d binds its own threads (thread %d set CPUs %s %s): npu-tuned steps back, bound by the engine.",
+                   mp->pid, tid, cpus ? cpus : "?", when);
+        report_engine(p, mp, pp);
+}
+
+static int on_binding_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        placed_process *pp = userdata;
+        Placement *p = pp->owner;
+        managed_process *mp = find_process(p, pp->key);
+        _cleanup_cpuset_ tune_cpuset mask = {};
+        pid_t tid = 0;
+
+        if (!mp || pp->binder != BINDER_WATCHING) {
+                pp->binding_timer = sd_event_source_disable_unref(pp->binding_timer);
+                return 0;
+        }
+        if (binding_threads_moved(p->ctx, mp->pid, &pp->start_mask, &tid, &mask)) {
+                step_back(p, mp, pp, tid, &mask, "right after start");
+                return 0;
+        }
+        if (now_usec() >= pp->watch_until_usec) {
+                pp->binding_timer = sd_event_source_disable_unref(pp->binding_timer);
+                snprintf(pp->binding_why, sizeof pp->binding_why,
+                         "no binding switch of a known engine, and its threads did not bind themselves within %u ms",
+                         mp->rule->binding_watch_ms);
+                pp->binder = BINDER_DAEMON;
+                log_info("pid %d did not bind its threads within %u ms: npu-tuned pins them.", mp->pid,
+                         mp->rule->binding_watch_ms);
+                apply_process(p, mp);
+                return 0;
+        }
+        if (sd_event_source_set_time_relative(s, BINDING_POLL_USEC) < 0 || sd_event_source_set_enabled(s, SD_EVENT_ONESHOT) < 0)
+                pp->binding_timer = sd_event_source_disable_unref(pp->binding_timer);
+        return 0;
+}
+
+static void watch_binding(Placement *p, placed_process *pp, unsigned ms) {
+        int r;
+
+        pp->watch_until_usec = now_usec() + (uint64_t) ms * 1000;
+        r = sd_event_add_time_relative(p->event, &pp->binding_timer, CLOCK_MONOTONIC, BINDING_POLL_USEC, 10 * 1000,
+                                       on_binding_timer, pp);
+        if (r < 0) {
+                log_warning_errno(r, "Failed to watch pid %d for self-binding, pinning it now: %m", pp->pid);
+                pp->binder = BINDER_DAEMON;
+                return;
+        }
+        (void) sd_event_source_set_description(pp->binding_timer, "engine-binding-watch");
+}
+
 int placement_describe(const Placement *p, const managed_process *mp, struct json_object *j) {
         const placed_process *pp = mp->userdata;
-        return pp ? process_cpuset_to_json(&pp->cpuset, j) : 0;
+        int r;
+
+        if (!pp)
+                return 0;
+        r = process_cpuset_to_json(&pp->cpuset, j);
+        if (r >= 0)
+                r = binding_to_json(pp->binder, pp->binding_why, pp->binder == BINDER_ENGINE ? pp->engine_report : NULL, j);
+        return r;
 }
 
 /* ---- the watcher's callbacks ---- */
@@ -553,9 +654,18 @@ static void on_process_matched(Watcher *w, managed_process *mp, void *userdata) 
         pp->originals.start_time = mp->start_time;
         pp->backend = (tune_affinity_backend){ .get = recording_get, .set = recording_set, .userdata = pp };
         mp->userdata = pp;
+        pp->binder = binding_decide(mp, pp->binding_why, sizeof pp->binding_why);
+        (void) tune_affinity_backend_kernel.get(tune_affinity_backend_kernel.userdata, mp->pid, &pp->start_mask);
+        if (pp->binder != BINDER_DAEMON)
+                log_info("pid %d: %s (%s); npu-tuned %s.", mp->pid,
+                         pp->binder == BINDER_ENGINE ? "bound by the engine" : "the engine may bind it", pp->binding_why,
+                         pp->binder == BINDER_ENGINE ? "does not pin its threads, only checks them and moves memory"
+                                                     : "waits before pinning");
         uint64_t before = reaction_begin(p);
         place(p, mp);
         reaction_end(p, REACTION_EXEC, mp->pid, before);
+        if (pp->binder == BINDER_WATCHING && !p->dry_run)
+                watch_binding(p, pp, mp->rule->binding_watch_ms);
 }
 
 static void on_process_changed(Watcher *w, managed_process *mp, unsigned changes, void *userdata) {
@@ -586,7 +696,7 @@ static void apply_one_thread(Placement *p, managed_process *mp, managed_thread *
         int r;
 
         if (!pp || !(pl = tune_placer_get(p->placer, pp->key)) || pl->action != TUNE_PLAN_PLACE ||
-            p->dry_run)
+            p->dry_run || pp->binder != BINDER_DAEMON)
                 return;
         tune_thread_target target = { .plan = pl, .rule = mp->rule };
         pp->restore_on_stop = mp->rule->restore_on_stop;
@@ -707,12 +817,24 @@ static void on_process_reconciled(Watcher *w, managed_process *mp, void *userdat
                 }
                 return;
         }
-        if (tune_affinity_check(p->ctx, NULL, &pp->originals, &drifted, &first) < 0 || drifted == 0)
+        if (pp->binder == BINDER_ENGINE) {
+                report_engine(p, mp, pp);
+                return;
+        }
+        if (pp->binder != BINDER_DAEMON ||
+            tune_affinity_check(p->ctx, NULL, &pp->originals, &drifted, &first) < 0 || drifted == 0)
                 return;
         if (reset_by_cpuset(pp, first)) {
                 log_notice("The kernel reset the CPU affinity of %u thread(s) of pid %d to its cpuset (a cpuset write on a "
                            "kernel before 6.2): pinning them again.", drifted, mp->pid);
                 apply_process(p, mp);
+                return;
+        }
+        if (mp->rule->binding == TUNE_BINDING_AUTO) {
+                /* Two binders must never write one task: under auto the engine wins. */
+                _cleanup_cpuset_ tune_cpuset mask = {};
+                (void) tune_affinity_backend_kernel.get(tune_affinity_backend_kernel.userdata, first, &mask);
+                step_back(p, mp, pp, first, &mask, "after npu-tuned pinned it");
                 return;
         }
         if (mp->rule->reassert_affinity) {

@@ -139,13 +139,15 @@ static void test_env_names(void **state) {
         (void) state;
 
         assert_int_equal(tune_attribution_env_names(&p, &names, &n), 0);
-        assert_int_equal(n, 8);
+        assert_int_equal(n, 11);
         assert_string_equal(names[6], "EDU_VISIBLE_DEVICES");
         assert_string_equal(names[7], "RANK");
-        assert_null(names[8]);
+        /* The engines' binding switches (include/npu-tuned/engine-binding.h) come last. */
+        assert_string_equal(names[8], "SGLANG_NUMA_BIND_V2");
+        assert_null(names[11]);
         tune_strv_free(names);
         assert_int_equal(tune_attribution_env_names(NULL, &names, &n), 0);
-        assert_int_equal(n, 6);
+        assert_int_equal(n, 9);
         tune_strv_free(names);
 }
 

@@ -110,6 +110,16 @@ typedef struct tune_policy_role {
                              * >= 1 whenever it has members) */
 } tune_policy_role;
 
+/* Who binds the process's threads (policy key "binding"). */
+typedef enum tune_binding {
+        TUNE_BINDING_DAEMON, /* npu-tuned pins every thread by role (the default) */
+        TUNE_BINDING_ENGINE, /* the engine binds: no pin, watch and report; memory and knobs stay npu-tuned's */
+        TUNE_BINDING_AUTO,   /* the engine's switches, or threads that re-bind themselves, decide */
+        _TUNE_BINDING_MAX,
+} tune_binding;
+
+const char *tune_binding_to_string(tune_binding b) _pure_;
+
 typedef enum tune_unattributed {
         TUNE_UNATTRIBUTED_LEAVE, /* no accelerator found: leave the process alone */
         TUNE_UNATTRIBUTED_PLACE, /* place on unattributed_cpus / unattributed_nodes */
@@ -166,6 +176,8 @@ typedef struct tune_policy_rule {
                                           * take CPUs a verified claim wants (docs/trust.md) */
         bool restore_on_stop;            /* give threads their original affinity back */
         bool reassert_affinity;          /* false: respect a process that re-binds itself */
+        tune_binding binding;            /* who binds its threads */
+        unsigned binding_watch_ms;       /* auto: how long to watch for self-binding before pinning; default 2000 */
 
         tune_unattributed unattributed;
         tune_cpuset unattributed_cpus;  /* the pool when set; no two rules overlap */

@@ -153,6 +153,8 @@ static json_object *rule_json(out *o, const tune_policy_rule *r) {
         put_string(o, j, "claims", r->claims_any ? "any" : "verified");
         put(o, j, "restore_on_stop", json_object_new_boolean(r->restore_on_stop));
         put(o, j, "reassert_affinity", json_object_new_boolean(r->reassert_affinity));
+        put_string(o, j, "binding", tune_binding_to_string(r->binding));
+        put(o, j, "binding_watch_ms", json_object_new_int64(r->binding_watch_ms));
 
         sub = new_object(o);
         put_string(o, sub, "action", r->unattributed == TUNE_UNATTRIBUTED_PLACE ? "place" : "leave");

@@ -1402,8 +1402,12 @@ static bool valid_rule_name(const char *s) {
 /* Returns whether the rule is enabled (and so belongs in the policy). */
 static bool parse_rule(sctx *c, json_object *o, tune_policy_rule *r) {
         static const char *const keys[] = { "name", "enabled", "priority", "match", "accelerators", "rank", "threads",
-                                            "memory", "claims", "restore_on_stop", "reassert_affinity", "unattributed", NULL };
+                                            "memory", "claims", "restore_on_stop", "reassert_affinity", "binding",
+                                            "binding_watch_ms", "unattributed", NULL };
         static const char *const claims[] = { "verified", "any", NULL };
+        static const char *const bindings[] = { "daemon", "engine", "auto", NULL };
+        int binding;
+        int64_t watch;
         json_object *sub, *v;
         const char *s;
         bool enabled = true;
@@ -1415,6 +1419,8 @@ static bool parse_rule(sctx *c, json_object *o, tune_policy_rule *r) {
                 .rank_source = TUNE_RANK_NONE,
                 .memory_settle_delay_ms = 30000,
                 .restore_on_stop = true,
+                .binding = TUNE_BINDING_DAEMON,
+                .binding_watch_ms = 2000,
                 .unattributed = TUNE_UNATTRIBUTED_LEAVE,
         };
         check_keys(c, o, keys);
@@ -1459,6 +1465,10 @@ static bool parse_rule(sctx *c, json_object *o, tune_policy_rule *r) {
                 r->claims_any = a == 1;
         (void) get_bool(c, o, "restore_on_stop", &r->restore_on_stop);
         (void) get_bool(c, o, "reassert_affinity", &r->reassert_affinity);
+        if (get_enum(c, o, "binding", bindings, &binding))
+                r->binding = (tune_binding) binding;
+        if (get_int(c, o, "binding_watch_ms", 0, 600000, "milliseconds", &watch))
+                r->binding_watch_ms = (unsigned) watch;
         if (get_object(c, o, "unattributed", &sub)) {
                 size_t saved = push_key(c, "unattributed");
                 parse_unattributed(c, sub, r);

@@ -18,6 +18,16 @@
 #include "npu-tuned/parse.h"
 #include "policy-internal.h"
 
+static const char *const binding_names[] = {
+        [TUNE_BINDING_DAEMON] = "daemon",
+        [TUNE_BINDING_ENGINE] = "engine",
+        [TUNE_BINDING_AUTO] = "auto",
+};
+
+const char *tune_binding_to_string(tune_binding b) {
+        return (unsigned) b < ELEMENTSOF(binding_names) ? binding_names[b] : NULL;
+}
+
 #define EMBEDDED_NAME "(embedded default policy)"
 #define FILES_MAX 1024
 #define PROBLEMS_MAX 100 /* more helps nobody, and each costs a scan of its file */

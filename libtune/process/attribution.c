@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "npu-tuned/attribution.h"
+#include "npu-tuned/engine-binding.h"
 #include "npu-tuned/macro.h"
 
 static const char *const env_state_names[_TUNE_ENV_STATE_MAX] = {
@@ -187,6 +188,9 @@ int tune_attribution_env_names(const tune_policy *p, char ***ret, unsigned *ret_
         for (unsigned i = 0; p && i < p->n_rules && r >= 0; i++)
                 if (p->rules[i].rank_source == TUNE_RANK_ENV)
                         r = strv_add_unique(&l, &n, p->rules[i].rank_env);
+        /* The engines' own binding switches, for rules with "binding": "auto". */
+        for (size_t i = 0; tune_engine_binding_env_names[i] && r >= 0; i++)
+                r = strv_add_unique(&l, &n, tune_engine_binding_env_names[i]);
         if (r < 0) {
                 tune_strv_free(l);
                 return r;

@@ -51,11 +51,7 @@ def wait_all(pid, want, what, timeout=10.0):
 
 
 def explain(policy_dir, pid):
-    ex = subprocess.run([npu_tuned, "--policy-dir", policy_dir, "--explain", str(pid), "--json"],
-                        capture_output=True, text=True, timeout=20)
-    if ex.returncode != 0:
-        fail(f"--explain exited {ex.returncode}: {ex.stderr}")
-    return json.loads(ex.stdout)
+    return livetest.explain(npu_tuned, policy_dir, pid)
 
 
 cg = os.path.join(V1, f"npu-tuned-live-{os.getpid()}")

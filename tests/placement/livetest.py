@@ -177,3 +177,14 @@ class Run:
         self.log.seek(0)
         print("--- daemon log ---")
         print(self.log.read())
+
+
+def explain(npu_tuned, policy_dir, pid):
+    """npu-tuned --explain PID --json with the test's policy, parsed."""
+    import json
+    import subprocess
+    ex = subprocess.run([npu_tuned, "--policy-dir", policy_dir, "--explain", str(pid), "--json"],
+                        capture_output=True, text=True, timeout=20)
+    if ex.returncode != 0:
+        fail(f"--explain exited {ex.returncode}: {ex.stderr}")
+    return json.loads(ex.stdout)

@@ -6,10 +6,18 @@
  *
  *   threads-target --control 2 --compute 2 --mib 256 --node 0 --late-ms 1000 --timeout 120
  *
+ * --self-bind-ms N: like an engine that binds itself (vllm-ascend at worker start), N ms
+ * after start every thread reads the mask it has and binds itself: the main thread and
+ * ctl-* to its last CPU, work-* to its first (the opposite of npu-tuned's plan, so a test
+ * can tell who bound it). Prints "bound" once all have. --tag N does nothing: policies
+ * match it on the command line.
+ *
  * Dependency-free (raw set_mempolicy syscall) so it runs in a busybox guest. */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,8 +31,39 @@
 #define MPOL_BIND 2
 #define NODEMASK_BITS 1024
 
+static unsigned long self_bind_ms;
+static unsigned n_bound, n_to_bind;
+static pthread_mutex_t bound_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Bind the calling thread as an engine would: control to the last CPU of its mask,
+ * compute to the first. */
+static void bind_self(bool compute) {
+        struct timespec ts = { .tv_sec = (time_t) (self_bind_ms / 1000), .tv_nsec = (long) (self_bind_ms % 1000) * 1000000L };
+        cpu_set_t set, one;
+        int pick = -1;
+
+        nanosleep(&ts, NULL);
+        if (sched_getaffinity(0, sizeof set, &set) < 0)
+                return;
+        for (int c = 0; c < CPU_SETSIZE; c++)
+                if (CPU_ISSET(c, &set) && (pick < 0 || !compute))
+                        pick = c;
+        CPU_ZERO(&one);
+        CPU_SET(pick, &one);
+        if (sched_setaffinity(0, sizeof one, &one) < 0)
+                perror("threads-target: sched_setaffinity");
+        pthread_mutex_lock(&bound_lock);
+        if (++n_bound == n_to_bind) {
+                printf("bound\n");
+                fflush(stdout);
+        }
+        pthread_mutex_unlock(&bound_lock);
+}
+
 static void *idle(void *arg) {
         prctl(PR_SET_NAME, (unsigned long) arg, 0, 0, 0);
+        if (self_bind_ms > 0)
+                bind_self(strncmp(arg, "work", 4) == 0);
         for (;;)
                 pause();
         return NULL;
@@ -86,6 +125,10 @@ int main(int argc, char **argv) {
                         late_ms = v;
                 else if (!strcmp(a, "--timeout"))
                         timeout = v;
+                else if (!strcmp(a, "--self-bind-ms"))
+                        self_bind_ms = v;
+                else if (!strcmp(a, "--tag"))
+                        ; /* only for policies to match on the command line */
                 else {
                         fprintf(stderr, "threads-target: unknown option %s\n", a);
                         return 2;
@@ -111,6 +154,7 @@ int main(int argc, char **argv) {
                         return 1;
                 }
         }
+        n_to_bind = (unsigned) (control + compute + 1);
         for (unsigned i = 0; i < control; i++)
                 if (spawn("ctl", i) < 0)
                         return 1;
@@ -119,6 +163,8 @@ int main(int argc, char **argv) {
                         return 1;
         printf("ready %d\n", (int) getpid());
         fflush(stdout);
+        if (self_bind_ms > 0)
+                bind_self(false);
         if (late_ms > 0) {
                 struct timespec ts = { .tv_sec = (time_t) (late_ms / 1000), .tv_nsec = (long) (late_ms % 1000) * 1000000L };
                 nanosleep(&ts, NULL);
