@@ -19,6 +19,7 @@
 #include "npu-tuned/journal.h"
 #include "npu-tuned/knob.h"
 #include "npu-tuned/state-dir.h"
+#include "irqbalance.h"
 #include "knobs.h"
 #include "log.h"
 
@@ -46,6 +47,8 @@ struct Knobs {
         test_hooks test;
         struct Bus *bus;            /* events: D-Bus signals; may be NULL */
         bool reload;                /* started by knobs_reload(): the journal is this run's */
+        const tune_accels *accels;  /* whose IRQs are steered (borrowed from knobs_inputs) */
+        Irqbalance *irqbalance;     /* told to leave our IRQs and CPUs alone; NULL: not running or refused */
 };
 
 /* ---- reports ------------------------------------------------------------------------- */
@@ -54,9 +57,16 @@ static const char *or_none(const char *s) {
         return s ? s : "?";
 }
 
-static void log_notes(const tune_knob_plan *p) {
+/* The plan's "irqbalance is running" warning: moot once irqbalance was told. */
+static bool is_irqbalance_note(const tune_knob_note *n) {
+        return streq(n->backend, "irq") && startswith_lit(n->message, "irqbalance is running");
+}
+
+static void log_notes(const tune_knob_plan *p, bool irqbalance_told) {
         for (unsigned i = 0; i < p->n_notes; i++) {
                 const tune_knob_note *n = &p->notes[i];
+                if (irqbalance_told && is_irqbalance_note(n))
+                        continue;
                 if (n->error < 0)
                         log_notice("%s: %s", n->backend, n->message);
                 else
@@ -271,6 +281,7 @@ Knobs *knobs_free(Knobs *k) {
         if (!k)
                 return NULL;
         sd_event_source_disable_unref(k->timer);
+        irqbalance_release(k->irqbalance);
         tune_knob_plan_done(&k->plan);
         tune_journal_free(k->journal);
         tune_cpuset_done(&k->housekeeping);
@@ -334,6 +345,63 @@ static void print_dry_run(const Knobs *k, const tune_journal *previous) {
 
 static int knobs_start_locked(Knobs *k, const knobs_inputs *in, tune_journal *owned);
 
+/* An accelerator's IRQ, steered to its node's housekeeping CPUs: knob-irq.c labels it
+ * "NAME of KIND INDEX PCI". The other IRQs are only kept off the inference CPUs, which
+ * irqbalance may still balance among the rest. */
+static bool is_accelerator_irq(const Knobs *k, const tune_knob_item *it) {
+        size_t l = it->label ? strlen(it->label) : 0;
+        for (unsigned i = 0; k->accels && i < k->accels->n; i++) {
+                const char *pci = k->accels->items[i].pci;
+                size_t pl = strlen(pci);
+                if (pl > 0 && l > pl && it->label[l - pl - 1] == ' ' && streq(it->label + l - pl, pci))
+                        return true;
+        }
+        return false;
+}
+
+/* irqbalance would move the IRQs we steer and put others on the inference CPUs at its next
+ * rebalance: tell it over its socket to leave both alone. */
+static void cooperate_with_irqbalance(Knobs *k) {
+        _cleanup_free_ unsigned *irqs = NULL;
+        _cleanup_free_ char *list = NULL;
+        unsigned n = 0;
+        bool any = false;
+        int r;
+
+        for (unsigned i = 0; i < k->plan.n_notes; i++)
+                any = any || is_irqbalance_note(&k->plan.notes[i]);
+        if (!any)
+                return;
+        irqs = calloc(k->plan.n + 1, sizeof(unsigned));
+        if (!irqs) {
+                log_oom();
+                return;
+        }
+        for (unsigned i = 0; i < k->plan.n; i++) {
+                const tune_knob_item *it = &k->plan.items[i];
+                unsigned long irq;
+                char *end;
+                if (!streq(it->backend->name, "irq") || !startswith_lit(it->id, "irq/") || !is_accelerator_irq(k, it) ||
+                    (it->outcome != TUNE_KNOB_APPLIED && it->outcome != TUNE_KNOB_ALREADY))
+                        continue;
+                errno = 0;
+                irq = strtoul(it->id + 4, &end, 10);
+                if (!errno && !*end && end != it->id + 4 && irq <= UINT32_MAX)
+                        irqs[n++] = (unsigned) irq;
+        }
+        r = irqbalance_cooperate(k->ctx, irqs, n, &k->inference, &k->irqbalance);
+        if (r == -ESRCH)
+                return;
+        if (r < 0) {
+                log_warning_errno(r, "Failed to tell irqbalance over its socket which IRQs and CPUs to leave alone: %m.");
+                return;
+        }
+        (void) tune_cpuset_format_list(&k->inference, &list);
+        log_info("Told irqbalance (pid %d) to leave %u accelerator IRQ(s) alone and keep IRQs off CPUs %s; it gets "
+                 "its settings back when npu-tuned stops.",
+                 irqbalance_pid(k->irqbalance), n, list && *list ? list : "-");
+}
+
 /* owned: on a reload, the journal of what this run owns (taken over); at start NULL. */
 static int knobs_start_with(const knobs_inputs *in, tune_journal *owned, Knobs **ret) {
         _cleanup_(tune_journal_freep) tune_journal *taken = owned;
@@ -349,6 +417,7 @@ static int knobs_start_with(const knobs_inputs *in, tune_journal *owned, Knobs *
         k->bus = in->bus;
         k->reload = owned != NULL;
         k->interval_ms = RECONCILE_INTERVAL_MS_DEFAULT;
+        k->accels = in->accels;
         test_hooks_init(&k->test, in->ctx);
         k->test.bus = in->bus;
         r = knobs_start_locked(k, in, TAKE_PTR(taken));
@@ -453,12 +522,13 @@ static int knobs_start_locked(Knobs *k, const knobs_inputs *in, tune_journal *ow
         else if (previous)
                 log_info("Found the journal of a previous run (%u knob(s)): its originals are kept.", previous->n);
 
-        log_notes(&k->plan);
         r = tune_knobs_apply(k->ctx, &k->plan, state_dir, previous, &hooks, &k->journal);
         if (r < 0) {
                 log_error_errno(r, "Failed to write the knob journal to %s: %m; host knobs are left alone.", state_dir);
                 return 0;
         }
+        cooperate_with_irqbalance(k);
+        log_notes(&k->plan, k->irqbalance);
         for (unsigned i = 0; i < k->plan.n; i++) {
                 const tune_knob_item *it = &k->plan.items[i];
                 log_item(it, k->reload);
@@ -509,6 +579,8 @@ int knobs_stop(Knobs *k) {
         tune_knob_hooks hooks;
         int r;
 
+        if (k && !k->journal)
+                k->irqbalance = irqbalance_release(k->irqbalance);
         if (!k || !k->journal)
                 return 0;
         state_dir = state_dir_path(k->state_dir);
@@ -522,6 +594,8 @@ int knobs_stop(Knobs *k) {
         else
                 log_info("Host knobs restored; journal removed.");
         k->journal = tune_journal_free(k->journal);
+        /* After the IRQs are back where they were: then irqbalance may move them again. */
+        k->irqbalance = irqbalance_release(k->irqbalance);
         return r;
 }
 
