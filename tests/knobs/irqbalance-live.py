@@ -27,17 +27,11 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "placement"))
+import livetest  # noqa: E402
+from livetest import fail, skip  # noqa: E402
+
 npu_tuned = sys.argv[1]
-
-
-def skip(why):
-    print(f"SKIP: {why}")
-    sys.exit(77)
-
-
-def fail(why):
-    print(f"FAIL: {why}")
-    sys.exit(1)
 
 
 if os.geteuid() != 0:
@@ -88,6 +82,15 @@ for d in glob.glob("/proc/irq/[0-9]*"):
         saved[d] = open(d + "/smp_affinity_list").read().strip()
     except OSError:
         pass
+
+
+def restore_irqs():
+    for d, v in saved.items():
+        try:
+            with open(d + "/smp_affinity_list", "w") as f:
+                f.write(v)
+        except OSError:
+            pass
 
 
 def setup(pid):
@@ -151,21 +154,12 @@ with tempfile.TemporaryDirectory() as tmp:
         undone = [irq for irq in balanced if affinity(irq) != {housekeeping}]
         print(f"control: without being told, irqbalance moved {len(undone)} of {len(balanced)} IRQs off CPU "
               f"{housekeeping} within 3.5 s of its rescan: {undone}")
-        for d, v in saved.items():
-            try:
-                with open(d + "/smp_affinity_list", "w") as f:
-                    f.write(v)
-            except OSError:
-                pass
+        restore_irqs()
 
         log = open(os.path.join(tmp, "daemon.log"), "w+")
         daemon = subprocess.Popen([npu_tuned, "--policy-dir", policy_dir, "--state-dir", state_dir, "-v"],
                                   stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 15
-        while "Running:" not in open(log.name).read():
-            if time.monotonic() > deadline or daemon.poll() is not None:
-                fail(f"daemon did not start: {open(log.name).read()}")
-            time.sleep(0.05)
+        livetest.wait_running(daemon, log.name)
         text = open(log.name).read()
         if f"Told irqbalance (pid {ib.pid})" not in text:
             fail(f"the daemon did not tell irqbalance: {text}")
@@ -211,12 +205,7 @@ with tempfile.TemporaryDirectory() as tmp:
         if ib and ib.poll() is None:
             ib.terminate()
             ib.wait(10)
-        for d, v in saved.items():
-            try:
-                with open(d + "/smp_affinity_list", "w") as f:
-                    f.write(v)
-            except OSError:
-                pass
+        restore_irqs()
         if daemon:
             print("--- daemon log ---")
             print(open(os.path.join(tmp, "daemon.log")).read()[-4000:])

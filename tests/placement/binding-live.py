@@ -90,11 +90,7 @@ with tempfile.TemporaryDirectory() as tmp:
         return t
 
     try:
-        deadline = time.monotonic() + 10
-        while "Running:" not in open(log.name).read():
-            if time.monotonic() > deadline or daemon.poll() is not None:
-                fail(f"daemon did not start: {open(log.name).read()}")
-            time.sleep(0.02)
+        livetest.wait_running(daemon, log.name)
 
         # auto + a worker that binds itself right after start
         t = start(1, "--self-bind-ms", "300")

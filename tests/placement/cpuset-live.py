@@ -71,11 +71,7 @@ try:
         log = open(os.path.join(tmp, "daemon.log"), "w+")
         daemon = subprocess.Popen([npu_tuned, "--policy-dir", policy_dir, "--state-dir", state_dir, "-v"],
                                   stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 10
-        while "Running:" not in open(log.name).read():
-            if time.monotonic() > deadline or daemon.poll() is not None:
-                fail(f"daemon did not start: {open(log.name).read()}")
-            time.sleep(0.02)
+        livetest.wait_running(daemon, log.name)
         target = subprocess.Popen([target_bin, "--control", "2", "--compute", "2", "--timeout", "60"],
                                   stdout=subprocess.PIPE,
                                   preexec_fn=lambda: write(cg, "cgroup.procs", str(os.getpid())))

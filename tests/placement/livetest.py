@@ -188,3 +188,12 @@ def explain(npu_tuned, policy_dir, pid):
     if ex.returncode != 0:
         fail(f"--explain exited {ex.returncode}: {ex.stderr}")
     return json.loads(ex.stdout)
+
+
+def wait_running(daemon, log_path, timeout=15.0):
+    """Until the daemon logs "Running:"; fails with its log when it exits or takes too long."""
+    deadline = time.monotonic() + timeout
+    while "Running:" not in open(log_path).read():
+        if time.monotonic() > deadline or daemon.poll() is not None:
+            fail(f"daemon did not start: {open(log_path).read()}")
+        time.sleep(0.02)
