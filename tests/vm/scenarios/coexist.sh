@@ -54,10 +54,13 @@ expect_roles() { # WHAT PID CONTROL COMPUTE
 		vm_not_ok "$1" "threads not on control $3 / compute $4"
 	fi
 }
-pct_on() { # PID NODE...: % of pages on these nodes
-	_p=$1; shift; _t=0
-	for _n in "$@"; do _t=$((_t + $(vm_pages_pct "$_n" "$_p"))); done
-	echo "$_t"
+pct_on() { # PID NODE...: % of pages on these nodes, from one read of numa_maps
+	_p=$1; shift
+	awk -v nodes=" $* " '{ for (i = 1; i <= NF; i++) if ($i ~ /^N[0-9]+=/) {
+		split($i, kv, "="); sz = 4; n = substr(kv[1], 2)
+		for (j = 1; j <= NF; j++) if ($j ~ /^kernelpagesize_kB=/) { split($j, p, "="); sz = p[2] }
+		total += kv[2] * sz; if (index(nodes, " " n " ")) on += kv[2] * sz } }
+		END { if (total == 0) print 0; else printf "%d\n", on * 100 / total }' "/proc/$_p/numa_maps"
 }
 
 npu-tuned --check-policy /etc/npu-tuned/test-policies || vm_fail "the test policy does not validate"
