@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "npu-tuned/cgroup-cpuset.h"
 #include "process-cpuset.h"
@@ -27,6 +28,31 @@ static void safe_copy(char *dst, size_t size, const char *src) {
                 dst[i] = 0;
 }
 
+/* The cgroup mounts, read at most once a second: every managed process is read on every
+ * reconcile tick, and reading /proc/self/mounts is half the cost of a lookup. The daemon
+ * is single-threaded. */
+#define MOUNTS_MAX_AGE_USEC (1000 * 1000ULL)
+static tune_cgroup_mounts mounts_cache;
+static const tune_ctx *mounts_ctx;
+static uint64_t mounts_read_usec;
+
+static int read_mounts(const tune_ctx *ctx) {
+        struct timespec ts;
+        uint64_t now;
+        int r;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        now = (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
+        if (mounts_ctx == ctx && mounts_read_usec && now - mounts_read_usec < MOUNTS_MAX_AGE_USEC)
+                return 0;
+        r = tune_cgroup_mounts_read(ctx, &mounts_cache);
+        if (r < 0)
+                return r;
+        mounts_ctx = ctx;
+        mounts_read_usec = now;
+        return 0;
+}
+
 int process_cpuset_read(const tune_ctx *ctx, const tune_topology *t, pid_t pid, process_cpuset *ret) {
         _cleanup_(tune_cgroup_cpuset_done) tune_cgroup_cpuset cg = {};
         process_cpuset c = {};
@@ -35,7 +61,9 @@ int process_cpuset_read(const tune_ctx *ctx, const tune_topology *t, pid_t pid, 
         int r;
 
         process_cpuset_done(ret);
-        r = tune_cgroup_cpuset_read(ctx, pid, &cg);
+        r = read_mounts(ctx);
+        if (r >= 0)
+                r = tune_cgroup_cpuset_read_at(ctx, &mounts_cache, pid, &cg);
         if (r == -ENOENT)
                 return 0; /* no cpuset controller anywhere: nothing restricts it */
         if (r < 0)

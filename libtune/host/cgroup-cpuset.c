@@ -160,15 +160,38 @@ static int read_hierarchy(const tune_ctx *ctx, const char *mnt, const char *rel,
         }
 }
 
-int tune_cgroup_cpuset_read(const tune_ctx *ctx, pid_t pid, tune_cgroup_cpuset *ret) {
-        _cleanup_free_ char *text = NULL, *mounts = NULL, *v2 = NULL, *v1 = NULL, *v2_dir = NULL, *v1_dir = NULL;
-        _cleanup_free_ char *legacy = NULL;
+void tune_cgroup_mounts_done(tune_cgroup_mounts *m) {
+        if (!m)
+                return;
+        free(m->v2_dir);
+        free(m->v1_cpuset_dir);
+        *m = (tune_cgroup_mounts) {};
+}
+
+int tune_cgroup_mounts_read(const tune_ctx *ctx, tune_cgroup_mounts *ret) {
+        _cleanup_free_ char *mounts = NULL;
+        tune_cgroup_mounts m = {};
+        int r;
+
+        if (tune_read_prefix(ctx, "/proc/self/mounts", MOUNTS_MAX, &mounts, NULL, NULL) < 0 &&
+            tune_read_prefix(ctx, "/proc/mounts", MOUNTS_MAX, &mounts, NULL, NULL) < 0)
+                return -ENOENT;
+        r = tune_cgroup_parse_mounts(mounts, &m.v2_dir, &m.v1_cpuset_dir);
+        if (r < 0)
+                return r;
+        tune_cgroup_mounts_done(ret);
+        *ret = m;
+        return 0;
+}
+
+int tune_cgroup_cpuset_read_at(const tune_ctx *ctx, const tune_cgroup_mounts *m, pid_t pid, tune_cgroup_cpuset *ret) {
+        _cleanup_free_ char *text = NULL, *v2 = NULL, *v1 = NULL, *legacy = NULL;
         tune_cgroup_cpuset c = {};
         char path[64];
         size_t len;
         int r;
 
-        if (pid < 0 || !ret)
+        if (pid < 0 || !m || !ret)
                 return -EINVAL;
         r = pid == 0 ? tune_path(path, sizeof path, "/proc/self/cgroup") : tune_path(path, sizeof path, "/proc/%d/cgroup", (int) pid);
         if (r < 0)
@@ -184,34 +207,26 @@ int tune_cgroup_cpuset_read(const tune_ctx *ctx, pid_t pid, tune_cgroup_cpuset *
                 /* Old kernels (and some captures) only have the cpuset controller's own file. */
                 if (tune_read_string(ctx, "/proc/self/cpuset", &legacy) < 0 || !cgroup_path_ok(legacy, strlen(legacy)))
                         return -ENOENT;
+                v2 = m->v2_dir ? strdup(legacy) : NULL;
+                v1 = m->v1_cpuset_dir ? strdup(legacy) : NULL;
         } else
                 return r == -ENOENT ? -ESRCH : r;
-        if (tune_read_prefix(ctx, "/proc/self/mounts", MOUNTS_MAX, &mounts, NULL, NULL) < 0 &&
-            tune_read_prefix(ctx, "/proc/mounts", MOUNTS_MAX, &mounts, NULL, NULL) < 0)
-                return -ENOENT;
-        r = tune_cgroup_parse_mounts(mounts, &v2_dir, &v1_dir);
-        if (r < 0)
-                return r;
-        if (legacy) {
-                v2 = v2_dir ? strdup(legacy) : NULL;
-                v1 = v1_dir ? strdup(legacy) : NULL;
-        }
 
         r = -ENOENT;
-        if (v2 && v2_dir) {
-                r = read_hierarchy(ctx, v2_dir, v2, "cpuset.cpus.effective", "cpuset.mems.effective", &c);
+        if (v2 && m->v2_dir) {
+                r = read_hierarchy(ctx, m->v2_dir, v2, "cpuset.cpus.effective", "cpuset.mems.effective", &c);
                 if (r >= 0) {
                         c.version = 2;
                         c.path = TAKE_PTR(v2);
                 }
         }
-        if (r == -ENOENT && v1 && v1_dir) {
+        if (r == -ENOENT && v1 && m->v1_cpuset_dir) {
                 tune_cgroup_cpuset_done(&c);
-                r = read_hierarchy(ctx, v1_dir, v1, "cpuset.effective_cpus", "cpuset.effective_mems", &c);
+                r = read_hierarchy(ctx, m->v1_cpuset_dir, v1, "cpuset.effective_cpus", "cpuset.effective_mems", &c);
                 /* Kernels before 4.4 have no effective_* files in v1: the configured
                  * sets are what applies there. */
                 if (r == -ENOENT)
-                        r = read_hierarchy(ctx, v1_dir, v1, "cpuset.cpus", "cpuset.mems", &c);
+                        r = read_hierarchy(ctx, m->v1_cpuset_dir, v1, "cpuset.cpus", "cpuset.mems", &c);
                 if (r >= 0) {
                         c.version = 1;
                         c.path = TAKE_PTR(v1);
@@ -224,6 +239,14 @@ int tune_cgroup_cpuset_read(const tune_ctx *ctx, pid_t pid, tune_cgroup_cpuset *
         tune_cgroup_cpuset_done(ret);
         *ret = c;
         return 0;
+}
+
+int tune_cgroup_cpuset_read(const tune_ctx *ctx, pid_t pid, tune_cgroup_cpuset *ret) {
+        _cleanup_(tune_cgroup_mounts_done) tune_cgroup_mounts m = {};
+        int r = tune_cgroup_mounts_read(ctx, &m);
+        if (r < 0)
+                return r;
+        return tune_cgroup_cpuset_read_at(ctx, &m, pid, ret);
 }
 
 /* ---- containers and pods ---- */
