@@ -2,7 +2,7 @@
 #pragma once
 
 /* The daemon's placement: the watcher's consumer. For each managed process it asks the
- * placer (libtune/placement/plan.c) for a plan (CPUs and a memory node), pins every thread
+ * placer (libtune/placement/placer.c) for a plan (CPUs and a memory node), pins every thread
  * by role, moves the memory after the rule's settle delay (rate-limited), verifies it from numa_maps, follows
  * threads as they come, rename and go, and gives affinities back on stop. */
 

@@ -1,0 +1,348 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The placer (see include/npu-tuned/plan.h): the stateful side of placement planning. It
+ * keeps the managed processes in arrival order with their last plans, runs the planner
+ * (tune_plan_compute(), plan.c) over all of them on every change, and says whose CPUs
+ * changed so the daemon re-pins just those. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "npu-tuned/plan.h"
+
+typedef struct placer_entry {
+        uint64_t key;
+        const tune_policy_rule *rule;
+        tune_accel *accels;         /* copies without local_cpus (the plan does not need them) */
+        const tune_accel **accel_ptrs;
+        unsigned n_accels;
+        tune_claim claim;
+        tune_plan plan;
+        bool placed;
+        tune_plan_cpuset cpuset;
+        bool has_cpuset;
+} placer_entry;
+
+struct tune_placer {
+        const tune_topology *t;
+        tune_plan_params params;
+        placer_entry *entries; /* arrival order */
+        unsigned n;
+};
+
+void tune_keys_done(tune_keys *k) {
+        if (!k)
+                return;
+        free(k->keys);
+        k->keys = NULL;
+        k->n = 0;
+}
+
+bool tune_keys_contain(const tune_keys *k, uint64_t key) {
+        for (unsigned i = 0; i < k->n; i++)
+                if (k->keys[i] == key)
+                        return true;
+        return false;
+}
+
+int tune_keys_add(tune_keys *k, uint64_t key) {
+        uint64_t *a = realloc(k->keys, (k->n + 1) * sizeof(uint64_t));
+        if (!a)
+                return -ENOMEM;
+        k->keys = a;
+        k->keys[k->n++] = key;
+        return 0;
+}
+
+static void entry_done(placer_entry *e) {
+        free(e->accels);
+        free(e->accel_ptrs);
+        tune_plan_done(&e->plan);
+        tune_plan_cpuset_done(&e->cpuset);
+        memset(e, 0, sizeof *e);
+}
+
+int tune_placer_new(const tune_topology *t, const tune_plan_params *params, tune_placer **ret) {
+        tune_placer *p;
+
+        if (!t || !ret)
+                return -EINVAL;
+        p = calloc(1, sizeof *p);
+        if (!p)
+                return -ENOMEM;
+        p->t = t;
+        if (params)
+                p->params = *params;
+        *ret = p;
+        return 0;
+}
+
+tune_placer *tune_placer_free(tune_placer *p) {
+        if (!p)
+                return NULL;
+        for (unsigned i = 0; i < p->n; i++)
+                entry_done(&p->entries[i]);
+        free(p->entries);
+        free(p);
+        return NULL;
+}
+
+static bool placement_cpus_equal(const tune_plan *a, const tune_plan *b) {
+        if (a->action != b->action || !tune_cpuset_equal(&a->pool, &b->pool))
+                return false;
+        for (unsigned i = 0; i < _TUNE_ROLE_MAX; i++)
+                if (!tune_cpuset_equal(&a->role_cpus[i], &b->role_cpus[i]))
+                        return false;
+        return true;
+}
+
+/* Re-plan every entry; on success swap the new placements in and report the entries
+ * (other than skip_key) whose CPUs changed. On failure nothing changes. */
+static int placer_replan(tune_placer *p, const tune_topology *t, uint64_t skip_key, bool skip, tune_keys *ret_changed) {
+        _cleanup_free_ tune_plan_request *reqs = NULL;
+        tune_plan *out = NULL;
+        tune_keys changed = {};
+        int r;
+
+        reqs = calloc(p->n ? p->n : 1, sizeof *reqs);
+        out = calloc(p->n ? p->n : 1, sizeof *out);
+        if (!reqs || !out) {
+                free(out);
+                return -ENOMEM;
+        }
+        for (unsigned i = 0; i < p->n; i++)
+                reqs[i] = (tune_plan_request) {
+                        .key = p->entries[i].key,
+                        .claim = p->entries[i].claim,
+                        .rule = p->entries[i].rule,
+                        .accels = p->entries[i].accel_ptrs,
+                        .n_accels = p->entries[i].n_accels,
+                        .previous = p->entries[i].placed ? &p->entries[i].plan : NULL,
+                        .cpuset = p->entries[i].has_cpuset ? &p->entries[i].cpuset : NULL,
+                };
+        r = tune_plan_compute(t, &p->params, reqs, p->n, out);
+        if (r < 0) {
+                free(out);
+                return r;
+        }
+        for (unsigned i = 0; i < p->n && r >= 0; i++) {
+                placer_entry *e = &p->entries[i];
+                if (skip && e->key == skip_key)
+                        continue;
+                if (e->placed && !placement_cpus_equal(&e->plan, &out[i]))
+                        r = tune_keys_add(&changed, e->key);
+        }
+        if (r < 0) {
+                for (unsigned i = 0; i < p->n; i++)
+                        tune_plan_done(&out[i]);
+                free(out);
+                tune_keys_done(&changed);
+                return r;
+        }
+        for (unsigned i = 0; i < p->n; i++) {
+                tune_plan_done(&p->entries[i].plan);
+                p->entries[i].plan = out[i];
+                p->entries[i].placed = true;
+        }
+        free(out);
+        p->t = t;
+        if (ret_changed) {
+                tune_keys_done(ret_changed);
+                *ret_changed = changed;
+        } else
+                tune_keys_done(&changed);
+        return 0;
+}
+
+static placer_entry *placer_find(const tune_placer *p, uint64_t key) {
+        for (unsigned i = 0; i < p->n; i++)
+                if (p->entries[i].key == key)
+                        return &p->entries[i];
+        return NULL;
+}
+
+static int entry_fill(placer_entry *e, uint64_t key, const tune_policy_rule *rule,
+                      const tune_accel *const *accels, unsigned n_accels, const tune_claim *claim) {
+        *e = (placer_entry) { .key = key, .rule = rule, .n_accels = n_accels };
+        if (claim)
+                e->claim = *claim;
+        if (n_accels == 0)
+                return 0;
+        e->accels = calloc(n_accels, sizeof(tune_accel));
+        e->accel_ptrs = calloc(n_accels, sizeof(tune_accel *));
+        if (!e->accels || !e->accel_ptrs) {
+                entry_done(e);
+                return -ENOMEM;
+        }
+        for (unsigned j = 0; j < n_accels; j++) {
+                if (!accels[j]) {
+                        entry_done(e);
+                        return -EINVAL;
+                }
+                e->accels[j] = *accels[j];
+                e->accels[j].local_cpus = (tune_cpuset) {};
+                e->accel_ptrs[j] = &e->accels[j];
+        }
+        return 0;
+}
+
+int tune_placer_set(tune_placer *p, uint64_t key, const tune_policy_rule *rule,
+                    const tune_accel *const *accels, unsigned n_accels, tune_keys *ret_changed) {
+        return tune_placer_set_claim(p, key, rule, accels, n_accels, NULL, ret_changed);
+}
+
+int tune_placer_set_claim(tune_placer *p, uint64_t key, const tune_policy_rule *rule,
+                          const tune_accel *const *accels, unsigned n_accels, const tune_claim *claim,
+                          tune_keys *ret_changed) {
+        placer_entry fresh, *e;
+        int r;
+
+        if (!p || !rule || (n_accels > 0 && !accels))
+                return -EINVAL;
+        r = entry_fill(&fresh, key, rule, accels, n_accels, claim);
+        if (r < 0)
+                return r;
+
+        e = placer_find(p, key);
+        if (e) {
+                /* Replace in place, keeping the CPUs it has; its memory is decided anew. */
+                placer_entry old = *e;
+                fresh.plan = old.plan;
+                fresh.placed = old.placed;
+                fresh.cpuset = old.cpuset;
+                fresh.has_cpuset = old.has_cpuset;
+                fresh.plan.memory_decided = false;
+                *e = fresh;
+                r = placer_replan(p, p->t, key, true, ret_changed);
+                if (r < 0) {
+                        e->plan.memory_decided = old.plan.memory_decided;
+                        fresh.plan = (tune_plan) {};
+                        fresh.cpuset = (tune_plan_cpuset) {};
+                        entry_done(&fresh);
+                        *e = old;
+                        return r;
+                }
+                old.plan = (tune_plan) {};
+                old.cpuset = (tune_plan_cpuset) {};
+                entry_done(&old);
+                return 0;
+        }
+
+        placer_entry *a = realloc(p->entries, (p->n + 1) * sizeof(placer_entry));
+        if (!a) {
+                entry_done(&fresh);
+                return -ENOMEM;
+        }
+        p->entries = a;
+        p->entries[p->n++] = fresh;
+        r = placer_replan(p, p->t, key, true, ret_changed);
+        if (r < 0) {
+                entry_done(&p->entries[--p->n]);
+                return r;
+        }
+        return 0;
+}
+
+int tune_placer_set_cpuset(tune_placer *p, uint64_t key, const tune_plan_cpuset *cpuset, tune_keys *ret_changed) {
+        placer_entry *e;
+        tune_plan_cpuset old;
+        bool old_has, old_decided;
+        tune_keys changed = {};
+        int r;
+
+        if (!p)
+                return -EINVAL;
+        e = placer_find(p, key);
+        if (!e)
+                return -ENOENT;
+        if (e->has_cpuset == !!cpuset && (!cpuset || tune_plan_cpuset_equal(&e->cpuset, cpuset)))
+                return 0;
+        old = e->cpuset;
+        old_has = e->has_cpuset;
+        old_decided = e->plan.memory_decided;
+        e->cpuset = (tune_plan_cpuset) {};
+        e->has_cpuset = false;
+        if (cpuset) {
+                r = tune_plan_cpuset_copy(&e->cpuset, cpuset);
+                if (r < 0) {
+                        e->cpuset = old;
+                        e->has_cpuset = old_has;
+                        return r;
+                }
+                e->has_cpuset = true;
+                /* Memory decided on nodes it may no longer use is decided again. */
+                if (!tune_cpuset_is_empty(&cpuset->mems) && !tune_cpuset_is_subset(&e->plan.mem_nodes, &cpuset->mems))
+                        e->plan.memory_decided = false;
+        }
+        r = placer_replan(p, p->t, 0, false, &changed);
+        if (r < 0) {
+                tune_plan_cpuset_done(&e->cpuset);
+                e->cpuset = old;
+                e->has_cpuset = old_has;
+                e->plan.memory_decided = old_decided;
+                return r;
+        }
+        tune_plan_cpuset_done(&old);
+        if (ret_changed) {
+                tune_keys_done(ret_changed);
+                *ret_changed = changed;
+        } else
+                tune_keys_done(&changed);
+        return 1;
+}
+
+int tune_placer_remove(tune_placer *p, uint64_t key, tune_keys *ret_changed) {
+        placer_entry removed;
+        unsigned i;
+        int r;
+
+        for (i = 0; i < p->n; i++)
+                if (p->entries[i].key == key)
+                        break;
+        if (i == p->n)
+                return -ENOENT;
+        removed = p->entries[i];
+        memmove(&p->entries[i], &p->entries[i + 1], (p->n - i - 1) * sizeof(placer_entry));
+        p->n--;
+        r = placer_replan(p, p->t, key, true, ret_changed);
+        if (r < 0) {
+                /* Put it back where it was. */
+                memmove(&p->entries[i + 1], &p->entries[i], (p->n - i) * sizeof(placer_entry));
+                p->entries[i] = removed;
+                p->n++;
+                return r;
+        }
+        entry_done(&removed);
+        return 0;
+}
+
+int tune_placer_set_topology(tune_placer *p, const tune_topology *t, tune_keys *ret_changed) {
+        if (!p || !t)
+                return -EINVAL;
+        return placer_replan(p, t, 0, false, ret_changed);
+}
+
+const tune_plan *tune_placer_get(const tune_placer *p, uint64_t key) {
+        const placer_entry *e = placer_find(p, key);
+        return e && e->placed ? &e->plan : NULL;
+}
+
+unsigned tune_placer_count(const tune_placer *p) {
+        return p->n;
+}
+
+int tune_placer_inference_cpus(const tune_placer *p, tune_cpuset *ret) {
+        _cleanup_cpuset_ tune_cpuset all = {};
+
+        for (unsigned i = 0; i < p->n; i++) {
+                const tune_plan *pl = &p->entries[i].plan;
+                if (!p->entries[i].placed || pl->action != TUNE_PLAN_PLACE)
+                        continue;
+                int r = tune_cpuset_or(&all, &pl->pool);
+                if (r < 0)
+                        return r;
+        }
+        tune_cpuset_done(ret);
+        *ret = all;
+        all = (tune_cpuset) {};
+        return 0;
+}
