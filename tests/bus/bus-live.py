@@ -14,8 +14,8 @@ Cpus_allowed_list), not only against the daemon:
   - Release() as nobody: AccessDenied, nothing moves; as root: every thread back on its
     original CPUs, ProcessReleased, and a Rescan() does not take it back;
   - SIGTERM: exit 0.
-Needs root in the initial namespaces and 2 CPUs (skips, 77, otherwise). Run under
-/tmp/npu-live.lock (it pins real processes).
+Needs root in the initial namespaces and 2 CPUs (skips, 77, otherwise). It pins real
+processes: not in parallel with other live tests.
 Usage: bus-live.py NPU_TUNED NPU_TUNECTL THREADS_TARGET"""
 import json
 import os

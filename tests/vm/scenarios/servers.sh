@@ -57,7 +57,9 @@ vm_expect_eq "first server alone: worker $w1's main thread (control)" "$(vm_cpus
 l2=$(start_server)
 w2=$(worker_of "$l2")
 [ -n "$w2" ] || vm_fail "the second server did not start its worker"
-split() { [ "$(pool "$w1")" != "$first,$second" ]; }
+# Both re-planned: the first's pool shrunk, and the second pinned. The shipped rules bind
+# "auto", so the second's threads are pinned only after its binding watch window (2 s).
+split() { [ "$(pool "$w1")" != "$first,$second" ] && [ "$(pool "$w2" | tr ',' '\n' | wc -l)" -le 2 ]; }
 vm_wait_for 20 split || true
 sleep 1
 p1=$(pool "$w1")
@@ -80,9 +82,16 @@ kill "$l2" # its worker dies with it
 vm_wait_for 10 sh -c "! kill -0 $w2 2>/dev/null" || vm_fail "the second server's worker did not exit"
 vm_wait_for 20 pool_is "$w1" "$first,$second" || true
 vm_expect_eq "second server gone: worker $w1 has both CPUs back" "$(pool "$w1")" "$first,$second"
-vm_expect_eq "second server gone: worker $w1's main thread (control)" "$(vm_cpus_of "$w1")" "$first"
+# Roles stay split on the two CPUs; which one is control may differ from the first plan
+# (the placer keeps compute threads where they are when their CPU stays in the pool).
+control=$(vm_cpus_of "$w1")
+case "$control" in
+"$first" | "$second") vm_ok "second server gone: worker $w1's main thread (control) on one CPU of node $node: $control" ;;
+*) vm_not_ok "second server gone: worker $w1's main thread (control)" "on '$control', not one CPU of node $node" ;;
+esac
+want=$([ "$control" = "$first" ] && echo "$second" || echo "$first")
 compute=$(vm_threads "$w1" | awk -v pid="$w1" '$1 != pid && $2 !~ /^(acl_thread|release_thread|hccl_watchdog_t)$/ { print $3 }' | sort -u | tr '\n' ' ')
-vm_expect_eq "second server gone: worker $w1's compute threads" "$compute" "$second "
+vm_expect_eq "second server gone: worker $w1's compute threads (the CPU control does not have)" "$compute" "$want "
 vm_daemon_stop TERM
 kill "$l1" 2>/dev/null
 vm_finish

@@ -7,8 +7,7 @@
 # one boot (guest.sh); this prints the guest's console and its result line.
 #
 # usage: run-systemd-guest.sh BUILD_DIR THREADS_TARGET
-#        run-systemd-guest.sh --prepare   only build the cached root (no QEMU run: no need
-#                                         for /tmp/npu-vm.lock)
+#        run-systemd-guest.sh --prepare   only build the cached root (no QEMU run)
 # Exit: 0 PASS, 1 FAIL, 77 SKIP (no QEMU, no cached kernel, no debootstrap or no mirror
 # for the first build of the root: the reason is printed).
 # Env: NPU_VM_CACHE (default tests/vm/cache): the root is cached in
