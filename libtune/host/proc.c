@@ -252,10 +252,15 @@ static bool fd_is_path_only(const tune_ctx *ctx, pid_t pid, const char *fd) {
         if (tune_path(path, sizeof path, "/proc/%d/fdinfo/%s", (int) pid, fd) < 0 ||
             tune_read_prefix(ctx, path, 4096, &text, NULL, NULL) < 0)
                 return true;
-        p = strstr(text, "\nflags:");
-        if (!p && startswith_lit(text, "flags:"))
-                p = text - 1;
-        if (!p || sscanf(p + strlen("\nflags:"), "%lo", &flags) != 1)
+        if (startswith_lit(text, "flags:"))
+                p = text + strlen("flags:");
+        else {
+                p = strstr(text, "\nflags:");
+                if (!p)
+                        return true;
+                p += strlen("\nflags:");
+        }
+        if (sscanf(p, "%lo", &flags) != 1)
                 return true;
         return (flags & O_PATH) != 0;
 }

@@ -75,7 +75,8 @@ int tune_irqbalance_parse_setup(const char *text, size_t len, tune_irqbalance_se
                         r = tune_cpuset_parse_mask(&s.banned_cpus, mask);
                         if (r < 0)
                                 goto fail;
-                        qsort(s.banned_irqs, s.n_banned_irqs, sizeof(unsigned), cmp_uint);
+                        if (s.n_banned_irqs > 1) /* qsort() must not see the NULL of an empty list */
+                                qsort(s.banned_irqs, s.n_banned_irqs, sizeof(unsigned), cmp_uint);
                         tune_irqbalance_setup_done(ret);
                         *ret = s;
                         return 0;
@@ -110,8 +111,11 @@ int tune_irqbalance_format_ban_irqs(const unsigned *a, unsigned n_a, const unsig
 
         if (!all)
                 return -ENOMEM;
-        memcpy(all, a, n_a * sizeof(unsigned));
-        memcpy(all + n_a, b, n_b * sizeof(unsigned));
+        /* memcpy() must not see the NULL of an empty list. */
+        if (n_a > 0)
+                memcpy(all, a, n_a * sizeof(unsigned));
+        if (n_b > 0)
+                memcpy(all + n_a, b, n_b * sizeof(unsigned));
         qsort(all, n_a + n_b, sizeof(unsigned), cmp_uint);
         len = (size_t) snprintf(buf, sizeof buf, "settings ban irqs ");
         for (unsigned i = 0; i < n_a + n_b; i++) {
