@@ -1481,7 +1481,16 @@ static bool parse_rule(sctx *c, json_object *o, tune_policy_rule *r) {
         /* Completeness: only on the whole (merged) policy. */
         json_object *m = member(o, "match");
         bool any = r->match_comm || r->match_exe || r->has_match_cmdline || r->match_uids || r->match_cgroup;
-        bool tried = m && json_object_is_type(m, json_type_object) && json_object_object_length(m) > 0;
+        /* A member that failed to parse was reported already; a null one (a drop-in's
+         * "remove this key") is no criterion. */
+        bool tried = false;
+        if (m && json_object_is_type(m, json_type_object)) {
+                json_object_object_foreach(m, mkey, mval) {
+                        (void) mkey;
+                        if (mval)
+                                tried = true;
+                }
+        }
         if (!m) {
                 schema_error(c, "missing \"match\": a rule needs at least one of comm, exe, cmdline, user, cgroup");
         } else if (!any && !tried && json_object_is_type(m, json_type_object)) {
