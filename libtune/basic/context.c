@@ -73,6 +73,10 @@ static const char *relative(const char *path) {
         return *path ? path : ".";
 }
 
+/* Enough that a rename storm on a 2-CPU machine never wins (tests/test-root-resolve-race.sh
+ * makes it fail most runs without the retry); small enough that a walk can never spin. */
+#define OPENAT2_EAGAIN_RETRIES 64
+
 int tune_open(const tune_ctx *ctx, const char *path, int flags, mode_t mode) {
         int fd;
 
@@ -86,7 +90,15 @@ int tune_open(const tune_ctx *ctx, const char *path, int flags, mode_t mode) {
                         .mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
                         .resolve = RESOLVE_IN_ROOT,
                 };
-                fd = (int) syscall(SYS_openat2, ctx->root_fd, relative(path), &how, sizeof how);
+                /* openat2 fails with EAGAIN when any rename or mount anywhere on the host
+                 * raced a ".." step (sysfs links are all "../../devices/..."): the kernel
+                 * cannot then prove the walk stayed inside the root and asks the caller to
+                 * retry. A busy host renames all the time, so retry, bounded. */
+                for (unsigned attempt = 0;; attempt++) {
+                        fd = (int) syscall(SYS_openat2, ctx->root_fd, relative(path), &how, sizeof how);
+                        if (fd >= 0 || errno != EAGAIN || attempt >= OPENAT2_EAGAIN_RETRIES)
+                                break;
+                }
                 if (fd >= 0 || errno != ENOSYS)
                         return fd < 0 ? negative_errno() : fd;
         }
