@@ -57,9 +57,78 @@ const char *tune_state_dir_refusal(int error) {
         }
 }
 
+/* The last directory the walk below accepted, kept open: every affinity record write
+ * opens the state directory, and the walk is two system calls per component. What a walk
+ * proved of it holds for that inode (its fd cannot be swapped); a later call takes it
+ * again only while the path still names that very inode and the inode still passes
+ * check_dir() and is not deleted, else walks anew. The daemon is single-threaded; so is
+ * this cache. */
+static struct {
+        char *path;
+        int fd;
+        dev_t dev;
+        ino_t ino;
+} accepted = { .fd = -EBADF };
+
+static void accepted_forget(void) {
+        free(accepted.path);
+        accepted.path = NULL;
+        if (accepted.fd >= 0)
+                close(accepted.fd);
+        accepted.fd = -EBADF;
+}
+
+static int accepted_reuse(const char *path) {
+        struct stat st, now;
+        int fd;
+
+        if (accepted.fd < 0 || !streq(accepted.path, path))
+                return -ENOENT;
+        if (fstat(accepted.fd, &st) < 0 || st.st_nlink == 0 || check_dir(&st) < 0 ||
+            (st.st_mode & 07777) != 0700 || fstatat(AT_FDCWD, path, &now, AT_SYMLINK_NOFOLLOW) < 0 ||
+            now.st_dev != accepted.dev || now.st_ino != accepted.ino) {
+                accepted_forget();
+                return -ENOENT;
+        }
+        fd = fcntl(accepted.fd, F_DUPFD_CLOEXEC, 3);
+        return fd < 0 ? negative_errno() : fd;
+}
+
+static void accepted_keep(const char *path, int fd) {
+        struct stat st;
+
+        accepted_forget();
+        if (path[0] != '/' || fstat(fd, &st) < 0)
+                return; /* a relative path names another directory after a chdir */
+        accepted.path = strdup(path);
+        accepted.fd = accepted.path ? fcntl(fd, F_DUPFD_CLOEXEC, 3) : -EBADF;
+        if (accepted.fd < 0) {
+                accepted_forget();
+                return;
+        }
+        accepted.dev = st.st_dev;
+        accepted.ino = st.st_ino;
+}
+
+static int state_dir_walk(const char *path, bool create);
+
+int tune_state_dir_open(const char *path, bool create) {
+        int fd;
+
+        if (!path || !*path)
+                return -EINVAL;
+        fd = accepted_reuse(path);
+        if (fd != -ENOENT)
+                return fd;
+        fd = state_dir_walk(path, create);
+        if (fd >= 0)
+                accepted_keep(path, fd);
+        return fd;
+}
+
 /* Walk path one component at a time from "/" (or the working directory), never following
  * a symlink, checking each directory on the way. */
-int tune_state_dir_open(const char *path, bool create) {
+static int state_dir_walk(const char *path, bool create) {
         _cleanup_free_ char *copy = NULL;
         _cleanup_close_ int fd = -EBADF;
         char *p, *save = NULL;
