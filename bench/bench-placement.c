@@ -157,7 +157,7 @@ typedef struct flip {
         bool use_b;
 } flip;
 
-static int choose_flip(pid_t pid, pid_t tid, const char *comm, void *userdata, const tune_cpuset **ret) {
+static int choose_flip(pid_t pid, pid_t tid, tune_thread_name *name, void *userdata, const tune_cpuset **ret) {
         flip *f = userdata;
         *ret = f->use_b ? &f->b : &f->a;
         return 0;

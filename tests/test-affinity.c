@@ -114,7 +114,16 @@ static int fake_set(void *userdata, pid_t tid, const tune_cpuset *cpus) {
         k->sets++;
         assert_int_equal(tune_cpuset_copy(&k->masks[i], cpus), 0);
         if (tid == k->reuse_on_set) {
-                fake_write_task_stat(k, tid, 999999); /* another thread, same tid */
+                /* It exits (its directory goes) and another thread takes its tid (a new
+                 * directory of that name), as the kernel's /proc shows it. */
+                char dir[256], gone[300], cmd[1024];
+                snprintf(dir, sizeof dir, "%s/proc/%d/task/%d", k->root, (int) k->pid, (int) tid);
+                snprintf(gone, sizeof gone, "%s.gone", dir);
+                assert_int_equal(rename(dir, gone), 0);
+                assert_int_equal(mkdir(dir, 0755), 0);
+                snprintf(cmd, sizeof cmd, "cp '%s/comm' '%s/comm' && rm -rf '%s'", gone, dir, gone);
+                assert_int_equal(system(cmd), 0);
+                fake_write_task_stat(k, tid, 999999);
                 k->reuse_on_set = 0;
         }
         if (tid == k->spawn_on_set) {
@@ -172,7 +181,8 @@ static void assert_fake_mask(fake_kernel *k, pid_t tid, const char *want) {
 /* A chooser by name: "ctl-*" and the main thread -> 0-1, "work-*" -> 2-7. */
 static tune_cpuset fake_control, fake_compute;
 
-static int fake_choose(pid_t pid, pid_t tid, const char *comm, void *userdata, const tune_cpuset **ret) {
+static int fake_choose(pid_t pid, pid_t tid, tune_thread_name *name, void *userdata, const tune_cpuset **ret) {
+        const char *comm = tid == pid ? NULL : tune_thread_name_get(name);
         (void) userdata;
         if (tid == pid || (comm && strncmp(comm, "ctl-", 4) == 0))
                 *ret = &fake_control;

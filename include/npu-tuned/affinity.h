@@ -66,15 +66,21 @@ typedef struct tune_affinity_stats {
         unsigned unchanged; /* already had the target (or restore target) */
         unsigned skipped;   /* the chooser (or restore) left it alone */
         unsigned vanished;  /* gone before we were done with it */
-        unsigned undone;    /* ... of those, set and then found to be another thread (its tid
-                             * reused, by start time): set back to the mask it had */
+        unsigned undone;    /* ... of those, set and then found gone (its tid may be another
+                             * thread's by then): set back to the mask it had */
         unsigned failed;    /* other errors; the first is returned */
         unsigned rounds;    /* walks of /proc/PID/task */
 } tune_affinity_stats;
 
-/* Which CPUs thread tid (named comm, NULL if unreadable) of pid gets: set *ret, or leave
- * it NULL to leave the thread alone. A negative return aborts the apply. */
-typedef int (*tune_affinity_choose_fn)(pid_t pid, pid_t tid, const char *comm, void *userdata,
+/* The name of the thread being placed, read from /proc only when a chooser asks: most
+ * rules pick roles by main thread alone, and a read is three system calls per thread. */
+typedef struct tune_thread_name tune_thread_name;
+/* Its comm, NUL terminated without the newline; NULL when unreadable (gone). */
+const char *tune_thread_name_get(tune_thread_name *name);
+
+/* Which CPUs thread tid of pid gets: set *ret, or leave it NULL to leave the thread alone.
+ * A negative return aborts the apply. */
+typedef int (*tune_affinity_choose_fn)(pid_t pid, pid_t tid, tune_thread_name *name, void *userdata,
                                        const tune_cpuset **ret);
 
 /* Returns 0 when every thread was handled (vanished ones included), -ESRCH when the

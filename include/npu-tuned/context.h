@@ -33,6 +33,13 @@ int tune_ctx_root_fd(const tune_ctx *ctx);
 /* openat() below the root. Returns an fd or a negative errno. */
 int tune_open(const tune_ctx *ctx, const char *path, int flags, mode_t mode);
 int tune_opendir(const tune_ctx *ctx, const char *path, DIR **ret);
+/* One entry name (no "/") of a directory opened with tune_open(): below a test root a
+ * symlink there is refused (it could point out of the tree). Returns an fd or -errno. */
+int tune_open_at(const tune_ctx *ctx, int dirfd, const char *name, int flags);
+/* A small kernel attribute (/proc/PID/task/TID/comm, .../stat) into buf, NUL terminated:
+ * one read for procfs, which hands a virtual file out whole; -EFBIG when it does not fit
+ * in fewer than size - 1 bytes. No allocation: the placement path reads these for every thread. */
+int tune_read_virtual_at(const tune_ctx *ctx, int dirfd, const char *name, char *buf, size_t size, size_t *ret_len);
 /* Whether path exists below the root (follows symlinks). */
 bool tune_exists(const tune_ctx *ctx, const char *path);
 /* Read a whole file, at most max bytes (-EFBIG if longer), NUL terminated. *ret_len may be NULL. */

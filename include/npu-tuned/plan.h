@@ -59,6 +59,7 @@
 #include <stdint.h>
 
 #include "npu-tuned/accel.h"
+#include "npu-tuned/affinity.h"
 #include "npu-tuned/cpuset.h"
 #include "npu-tuned/policy.h"
 #include "npu-tuned/thread-role.h"
@@ -207,4 +208,4 @@ typedef struct tune_thread_target {
         const tune_plan *plan;
         const tune_policy_rule *rule;
 } tune_thread_target;
-int tune_thread_target_choose(pid_t pid, pid_t tid, const char *comm, void *userdata, const tune_cpuset **ret);
+int tune_thread_target_choose(pid_t pid, pid_t tid, tune_thread_name *name, void *userdata, const tune_cpuset **ret);

@@ -130,6 +130,46 @@ bool tune_exists(const tune_ctx *ctx, const char *path) {
         return true;
 }
 
+int tune_open_at(const tune_ctx *ctx, int dirfd, const char *name, int flags) {
+        int fd;
+
+        if (dirfd < 0 || !name || !*name || strchr(name, '/') || streq(name, ".."))
+                return -EINVAL;
+        fd = openat(dirfd, name, flags | O_CLOEXEC | O_NOCTTY | (ctx->live ? 0 : O_NOFOLLOW));
+        return fd < 0 ? negative_errno() : fd;
+}
+
+int tune_read_virtual_at(const tune_ctx *ctx, int dirfd, const char *name, char *buf, size_t size, size_t *ret_len) {
+        _cleanup_close_ int fd = -EBADF;
+        size_t len = 0;
+
+        if (size < 2)
+                return -EINVAL;
+        fd = tune_open_at(ctx, dirfd, name, O_RDONLY);
+        if (fd < 0)
+                return fd;
+        /* procfs's seq files give the whole text to one read large enough for it (the next
+         * read is 0), so the live root stops after one; a test tree's plain files are read
+         * to the end. */
+        for (;;) {
+                ssize_t n = read(fd, buf + len, size - 1 - len);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                len += (size_t) n;
+                if (len == size - 1)
+                        return -EFBIG;
+                if (n == 0 || ctx->live)
+                        break;
+        }
+        buf[len] = 0;
+        if (ret_len)
+                *ret_len = len;
+        return 0;
+}
+
 int tune_read_prefix(const tune_ctx *ctx, const char *path, size_t max, char **ret, size_t *ret_len,
                      bool *ret_truncated) {
         _cleanup_close_ int fd = -EBADF;

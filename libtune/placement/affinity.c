@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -215,33 +217,40 @@ static int list_tasks(const tune_ctx *ctx, pid_t pid, pid_t **ret, unsigned *ret
         return 0;
 }
 
-/* comm of a thread, NUL terminated without the newline; -ESRCH when gone. */
-static int read_comm(const tune_ctx *ctx, pid_t pid, pid_t tid, char **ret) {
-        char path[96], *s;
-        size_t len;
-        int r;
+struct tune_thread_name {
+        const tune_ctx *ctx;
+        int dirfd; /* /proc/PID/task/TID */
+        int state; /* 0: not read, 1: read, < 0: unreadable */
+        char comm[64];
+};
 
-        r = task_path(path, sizeof path, pid, tid, "comm");
-        if (r < 0)
-                return r;
-        r = tune_read_file(ctx, path, 64, &s, &len);
-        if (r == -ENOENT || r == -ESRCH)
-                return -ESRCH;
-        if (r < 0)
-                return r;
-        if (len > 0 && s[len - 1] == '\n')
-                s[len - 1] = 0;
-        *ret = s;
-        return 0;
+const char *tune_thread_name_get(tune_thread_name *n) {
+        size_t len;
+
+        if (!n)
+                return NULL;
+        if (n->state == 0) {
+                n->state = tune_read_virtual_at(n->ctx, n->dirfd, "comm", n->comm, sizeof n->comm, &len);
+                if (n->state == 0) {
+                        if (len > 0 && n->comm[len - 1] == '\n')
+                                n->comm[len - 1] = 0;
+                        n->state = 1;
+                }
+        }
+        return n->state > 0 ? n->comm : NULL;
 }
 
 /* Field 22 of /proc/PID/stat; the comm in field 2 may hold spaces and parentheses, so
  * count from the last ')'. */
-static int read_start_time_at(const tune_ctx *ctx, const char *path, uint64_t *ret) {
+static int read_start_time(const tune_ctx *ctx, pid_t pid, uint64_t *ret) {
         _cleanup_free_ char *text = NULL;
+        char path[64];
         const char *p;
         int r;
 
+        r = tune_path(path, sizeof path, "/proc/%d/stat", (int) pid);
+        if (r < 0)
+                return r;
         r = tune_read_file(ctx, path, 4096, &text, NULL);
         if (r == -ENOENT || r == -ESRCH)
                 return -ESRCH;
@@ -266,48 +275,41 @@ static int read_start_time_at(const tune_ctx *ctx, const char *path, uint64_t *r
         return 0;
 }
 
-static int read_start_time(const tune_ctx *ctx, pid_t pid, uint64_t *ret) {
+/* Whether the thread that /proc/PID/task/TID named when dirfd was opened has exited. The
+ * directory's inode holds that thread's struct pid, not its number: a lookup in it fails
+ * once the thread is gone, even if a new thread has its tid by then. */
+static bool thread_gone(int dirfd) {
+        struct stat st;
+        return fstatat(dirfd, "stat", &st, AT_SYMLINK_NOFOLLOW) < 0;
+}
+
+/* /proc/PID/task/TID, held open from the look at a thread to the check after its set: it
+ * pins the thread we look at (thread_gone()), where a tid alone could name its successor.
+ * -ESRCH when tid is not (or no longer) a thread of pid. */
+static int open_thread_dir(const tune_ctx *ctx, pid_t pid, pid_t tid) {
         char path[64];
-        int r = tune_path(path, sizeof path, "/proc/%d/stat", (int) pid);
-        return r < 0 ? r : read_start_time_at(ctx, path, ret);
+        int r, fd;
+
+        r = task_path(path, sizeof path, pid, tid, NULL);
+        if (r < 0)
+                return r;
+        fd = tune_open(ctx, path, O_RDONLY | O_DIRECTORY, 0);
+        return fd == -ENOENT ? -ESRCH : fd;
 }
 
-/* The start time of thread tid of process pid: -ESRCH when tid is not (or no longer) one
- * of pid's threads. */
-static int read_thread_start_time(const tune_ctx *ctx, pid_t pid, pid_t tid, uint64_t *ret) {
-        char path[96];
-        int r = task_path(path, sizeof path, pid, tid, "stat");
-        return r < 0 ? r : read_start_time_at(ctx, path, ret);
-}
-
-static int handle_thread(const tune_ctx *ctx, const tune_affinity_backend *b, pid_t pid, pid_t tid,
+/* Thread tid of pid, its directory open at dirfd (open_thread_dir()). */
+static int handle_thread(const tune_ctx *ctx, const tune_affinity_backend *b, pid_t pid, pid_t tid, int dirfd,
                          tune_affinity_choose_fn choose, void *userdata,
                          tune_affinity_originals *j, tune_affinity_stats *st) {
         _cleanup_cpuset_ tune_cpuset current = {};
-        _cleanup_free_ char *comm = NULL;
         const tune_cpuset *target = NULL;
         tune_affinity_entry *e;
-        uint64_t born, born_after;
         bool fresh = false;
         int r;
 
         st->seen++;
-        r = read_thread_start_time(ctx, pid, tid, &born);
-        if (r == -ESRCH) {
-                st->vanished++;
-                return 0;
-        }
-        if (r < 0) {
-                st->failed++;
-                return r;
-        }
-        r = read_comm(ctx, pid, tid, &comm);
-        if (r == -ESRCH) {
-                st->vanished++;
-                return 0;
-        }
-        /* Unreadable name: the chooser decides on the main-thread rule alone. */
-        r = choose(pid, tid, r < 0 ? NULL : comm, userdata, &target);
+        tune_thread_name name = { .ctx = ctx, .dirfd = dirfd };
+        r = choose(pid, tid, &name, userdata, &target);
         if (r < 0)
                 return r;
         if (!target) {
@@ -352,13 +354,11 @@ static int handle_thread(const tune_ctx *ctx, const tune_affinity_backend *b, pi
                 st->failed++;
                 return r;
         }
-        /* A bare tid names the thread we looked at only while that thread lives: if it
-         * exited and its tid went to a new thread (of this or another process) between the
-         * look and the set, that thread must not keep our CPUs. Undo (the mask read before
-         * the set is the best guess of what it had; ESRCH when nothing holds the tid now)
-         * and forget it. */
-        r = read_thread_start_time(ctx, pid, tid, &born_after);
-        if (r < 0 || born_after != born) {
+        /* If the thread we looked at exited between the look and the set, its tid may have
+         * gone to a new thread (of this or another process) that must not keep our CPUs.
+         * Undo (the mask read before the set is the best guess of what it had; ESRCH when
+         * nothing holds the tid now) and forget it. */
+        if (thread_gone(dirfd)) {
                 (void) b->set(b->userdata, tid, &current);
                 if (fresh)
                         tune_affinity_originals_forget(j, tid);
@@ -368,6 +368,26 @@ static int handle_thread(const tune_ctx *ctx, const tune_affinity_backend *b, pi
         }
         st->set++;
         return tune_cpuset_copy(&e->applied, target);
+}
+
+/* handle_thread() for a thread found in a listing (or the main thread): one that is gone
+ * by now is counted, not an error. */
+static int walk_thread(const tune_ctx *ctx, const tune_affinity_backend *b, pid_t pid, pid_t tid,
+                       tune_affinity_choose_fn choose, void *userdata, tune_affinity_originals *j,
+                       tune_affinity_stats *st) {
+        _cleanup_close_ int dirfd = open_thread_dir(ctx, pid, tid);
+
+        if (dirfd == -ESRCH) {
+                st->seen++;
+                st->vanished++;
+                return 0;
+        }
+        if (dirfd < 0) {
+                st->seen++;
+                st->failed++;
+                return dirfd;
+        }
+        return handle_thread(ctx, b, pid, tid, dirfd, choose, userdata, j, st);
 }
 
 static bool sorted_has(const pid_t *a, unsigned n, pid_t x) {
@@ -430,7 +450,7 @@ int tune_affinity_apply(const tune_ctx *ctx, const tune_affinity_backend *backen
         if (!done)
                 return -ENOMEM;
         done[n_done++] = pid;
-        r = handle_thread(ctx, backend, pid, pid, choose, userdata, originals, stats);
+        r = walk_thread(ctx, backend, pid, pid, choose, userdata, originals, stats);
         if (r == -ENOMEM)
                 return r;
         if (r < 0)
@@ -451,7 +471,7 @@ int tune_affinity_apply(const tune_ctx *ctx, const tune_affinity_backend *backen
                         if (sorted_has(done, n_done, tids[i]))
                                 continue;
                         n_new++;
-                        r = handle_thread(ctx, backend, pid, tids[i], choose, userdata, originals, stats);
+                        r = walk_thread(ctx, backend, pid, tids[i], choose, userdata, originals, stats);
                         if (r == -ENOMEM)
                                 return r;
                         if (r < 0 && first_error == 0)
@@ -485,7 +505,6 @@ int tune_affinity_apply_thread(const tune_ctx *ctx, const tune_affinity_backend 
                                tune_affinity_choose_fn choose, void *userdata,
                                tune_affinity_originals *originals, tune_affinity_stats *stats) {
         tune_affinity_stats dummy = {};
-        char path[96];
         int r;
 
         if (!choose || !originals || tid <= 0)
@@ -498,14 +517,13 @@ int tune_affinity_apply_thread(const tune_ctx *ctx, const tune_affinity_backend 
                 return r;
         if (!stats)
                 stats = &dummy;
-        /* tid must be a thread of pid: a FORK event's child may already be gone and its
-         * tid reused by an unrelated process. */
-        r = task_path(path, sizeof path, pid, tid, NULL);
-        if (r < 0)
-                return r;
-        if (!tune_exists(ctx, path))
-                return -ESRCH;
-        return handle_thread(ctx, backend, pid, tid, choose, userdata, originals, stats);
+        /* tid must be a thread of pid (a FORK event's child may already be gone and its
+         * tid reused by an unrelated process): handle_thread() looks it up below
+         * /proc/PID/task. */
+        _cleanup_close_ int dirfd = open_thread_dir(ctx, pid, tid);
+        if (dirfd < 0)
+                return dirfd;
+        return handle_thread(ctx, backend, pid, tid, dirfd, choose, userdata, originals, stats);
 }
 
 int tune_affinity_check(const tune_ctx *ctx, const tune_affinity_backend *backend,

@@ -100,11 +100,14 @@ const tune_cpuset *tune_plan_thread_cpus(const tune_plan *p, const tune_policy_r
         return &p->role_cpus[role];
 }
 
-int tune_thread_target_choose(pid_t pid, pid_t tid, const char *comm, void *userdata, const tune_cpuset **ret) {
+int tune_thread_target_choose(pid_t pid, pid_t tid, tune_thread_name *name, void *userdata, const tune_cpuset **ret) {
         const tune_thread_target *t = userdata;
 
         if (!t || !t->plan || !t->rule)
                 return -EINVAL;
+        /* The name only where the rule picks roles by name, and not for a main thread
+         * that a main_thread role takes whatever its name. */
+        const char *comm = tune_thread_role_needs_name(t->rule, pid, tid) ? tune_thread_name_get(name) : NULL;
         *ret = tune_plan_thread_cpus(t->plan, t->rule, pid, tid, comm, NULL);
         return 0;
 }
