@@ -713,7 +713,10 @@ static void on_thread_new(Watcher *w, managed_process *mp, managed_thread *t, vo
 }
 
 static void on_thread_renamed(Watcher *w, managed_process *mp, managed_thread *t, const char *old_comm, void *userdata) {
-        /* A rename can change the thread's role (acl_thread, a worker taking its title). */
+        /* A rename can change the thread's role (acl_thread, a worker taking its title),
+         * but only under a rule whose roles take threads by name. */
+        if (!mp->rule || !tune_rule_picks_threads_by_name(mp->rule))
+                return;
         uint64_t before = reaction_begin(userdata);
         apply_one_thread(userdata, mp, t);
         reaction_end(userdata, REACTION_RENAME, mp->pid, before);

@@ -46,7 +46,9 @@ static void handle_fork(Watcher *w, pid_t parent_tgid, pid_t child_pid, pid_t ch
 
                 if (!e || managed_process_find_thread(&e->p, child_pid))
                         return;
-                if (tune_proc_read_comm(w->ctx, child_tgid, child_pid, comm) < 0)
+                if (!entry_wants_thread_names(e))
+                        comm[0] = 0; /* its COMM event names it, if it renames itself */
+                else if (tune_proc_read_comm(w->ctx, child_tgid, child_pid, comm) < 0)
                         return; /* already gone */
                 t = entry_thread_add(e, child_pid, comm);
                 if (!t)

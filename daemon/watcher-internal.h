@@ -120,6 +120,10 @@ void watcher_budget_room_freed(Watcher *w);
 bool watcher_comm_debounce(Watcher *w, Entry *e);
 
 /* Threads: the thread list of a managed process against /proc/PID/task (watcher-threads.c). */
+/* Whether the names of e's threads are read (and so its threads' renames found at a
+ * reconcile): where its rule's roles take threads by name, or the consumer asked for all.
+ * Otherwise a thread's name is what its COMM events said ("" until one does). */
+bool entry_wants_thread_names(const Entry *e);
 managed_thread *entry_thread_add(Entry *e, pid_t tid, const char *comm);
 void entry_emit_thread_exit(Entry *e, managed_thread *t);
 int entry_threads_sync(Entry *e, bool emit);

@@ -7,8 +7,13 @@
 #include <string.h>
 
 #include "log.h"
+#include "npu-tuned/thread-role.h"
 #include "watcher-decide.h"
 #include "watcher-internal.h"
+
+bool entry_wants_thread_names(const Entry *e) {
+        return e->w->params.all_thread_names || tune_rule_picks_threads_by_name(e->p.rule);
+}
 
 managed_thread *entry_thread_add(Entry *e, pid_t tid, const char *comm) {
         managed_thread *nt;
@@ -57,9 +62,21 @@ int entry_threads_sync(Entry *e, bool emit) {
         seen = calloc(n + 1, sizeof *seen);
         if (!seen)
                 return -ENOMEM;
+        bool names = entry_wants_thread_names(e);
         for (size_t i = 0; i < n; i++) {
                 seen[i].tid = tids[i];
-                seen[i].readable = tune_proc_read_comm(w->ctx, e->p.pid, tids[i], seen[i].comm) >= 0;
+                if (names)
+                        seen[i].readable = tune_proc_read_comm(w->ctx, e->p.pid, tids[i], seen[i].comm) >= 0;
+                else {
+                        /* Three system calls a thread saved: the name changes nothing. A
+                         * known thread keeps the name its COMM events gave it. */
+                        const managed_thread *t = managed_process_find_thread(&e->p, tids[i]);
+                        seen[i].readable = true;
+                        if (t)
+                                memcpy(seen[i].comm, t->comm, sizeof seen[i].comm);
+                        else if (tids[i] == e->p.pid)
+                                memcpy(seen[i].comm, e->p.comm, sizeof seen[i].comm);
+                }
         }
         r = watcher_thread_diff(e->p.threads, e->p.n_threads, seen, n, &changes, &n_changes);
         if (r < 0)

@@ -193,7 +193,16 @@ static void expect(world *t, const char *want) {
         t->log[0] = 0;
 }
 
-static int setup(void **state) {
+/* Rules whose roles take threads by main thread alone, and by name. */
+static const char policy_roles_json[] =
+        "{\"version\": 1, \"processes\": ["
+        " {\"name\": \"bymain\", \"match\": {\"comm\": \"bymain\", \"user\": 1000},"
+        "  \"threads\": {\"control\": {\"main_thread\": true, \"cpus\": 1}, \"compute\": {\"cpus\": 1}}},"
+        " {\"name\": \"byname\", \"match\": {\"comm\": \"byname\", \"user\": 1000},"
+        "  \"threads\": {\"control\": {\"main_thread\": true, \"names\": [\"acl*\"], \"cpus\": 1}, \"compute\": {\"cpus\": 1}}}"
+        "]}";
+
+static int setup_with(void **state, const char *json, bool all_thread_names) {
         world *t = calloc(1, sizeof *t);
         tune_policy_errors errors = {};
         watcher_params params = {};
@@ -205,7 +214,7 @@ static int setup(void **state) {
         put(t, "proc/1/stat", "1 (init) S 0 1 1 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 1 0 0\n");
         assert_int_equal(sd_event_new(&t->event), 0);
         assert_int_equal(tune_ctx_new(t->root, &t->ctx), 0);
-        r = tune_policy_parse_string(policy_json, "test.json", &t->policy, &errors);
+        r = tune_policy_parse_string(json, "test.json", &t->policy, &errors);
         for (unsigned i = 0; i < errors.n; i++) {
                 _cleanup_free_ char *line = NULL;
                 if (tune_policy_error_format(&errors.items[i], &line) >= 0)
@@ -214,9 +223,20 @@ static int setup(void **state) {
         tune_policy_errors_done(&errors);
         assert_int_equal(r, 0);
         watcher_params_from_policy(t->policy, &params);
+        params.all_thread_names = all_thread_names;
         assert_int_equal(watcher_new(t->event, t->ctx, NULL, t->policy, &params, &ops, t, &t->w), 0);
         *state = t;
         return 0;
+}
+
+/* The stories below follow thread names: every name is read. */
+static int setup(void **state) {
+        return setup_with(state, policy_json, true);
+}
+
+/* As the daemon runs it: names only where a rule's roles take threads by name. */
+static int setup_roles(void **state) {
+        return setup_with(state, policy_roles_json, false);
 }
 
 static int teardown(void **state) {
@@ -235,6 +255,42 @@ static int teardown(void **state) {
 }
 
 /* ---- the stories ---- */
+
+/* A rule whose roles go by main thread alone has no use for thread names: none is read
+ * (a thread whose name file cannot be read is still taken, named by its COMM events);
+ * under a rule that takes threads by name, names are read as before. */
+static void test_thread_names_by_rule(void **state) {
+        world *t = *state;
+        char path[512];
+
+        put_process(t, 300, 3000, "bymain", "/usr/bin/python3");
+        put_thread(t, 300, 301, "worker");
+        exec_event(t, 300);
+        expect(t, "matched 300 bymain threads=2\n");
+        put_thread(t, 300, 302, "late");
+        snprintf(path, sizeof path, "%s/proc/300/task/302/comm", t->root);
+        assert_int_equal(unlink(path), 0);
+        fork_event(t, 300, 302, 300);
+        expect(t, "thread_new 300 302 \n");
+        comm_event(t, 302, 300, "acl_thread");
+        expect(t, "renamed 300 302 ->acl_thread\n");
+        /* The main thread's name is the process's, known without a read. */
+        comm_event(t, 300, 300, "bymain");
+        expect(t, "");
+
+        put_process(t, 400, 4000, "byname", "/usr/bin/python3");
+        exec_event(t, 400);
+        expect(t, "matched 400 byname threads=1\n");
+        put_thread(t, 400, 402, "acl_thread");
+        fork_event(t, 400, 402, 400);
+        expect(t, "thread_new 400 402 acl_thread\n");
+        /* Its name file gone: the thread is gone (or going); its exit event follows. */
+        put_thread(t, 400, 403, "work-1");
+        snprintf(path, sizeof path, "%s/proc/400/task/403/comm", t->root);
+        assert_int_equal(unlink(path), 0);
+        fork_event(t, 400, 403, 400);
+        expect(t, "");
+}
 
 static void test_exec_threads_exit(void **state) {
         world *t = *state;
@@ -480,6 +536,7 @@ static void test_overruns_coalesced(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_exec_threads_exit, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_thread_names_by_rule, setup_roles, teardown),
                 cmocka_unit_test_setup_teardown(test_unmatch_on_exec, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_pid_reuse, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_retitle, setup, teardown),

@@ -33,6 +33,9 @@ tune_role tune_thread_classify(const tune_policy_rule *rule, pid_t pid, pid_t ti
 /* True when the rule's roles select threads at all (some role has globs or main_thread).
  * Without selectors, the process is pinned as a whole to its pool. */
 bool tune_rule_has_role_selectors(const tune_policy_rule *rule) _pure_;
+/* Whether a role of the rule takes threads by name ("name" globs): only then does a
+ * thread's name, or a rename, change where it goes. */
+bool tune_rule_picks_threads_by_name(const tune_policy_rule *rule) _pure_;
 /* Whether tune_thread_classify() of this thread looks at its name at all: false for a
  * rule whose roles pick no thread by name, and for a main thread a main_thread role takes. */
 bool tune_thread_role_needs_name(const tune_policy_rule *rule, pid_t pid, pid_t tid) _pure_;

@@ -170,12 +170,38 @@ int tune_read_virtual_at(const tune_ctx *ctx, int dirfd, const char *name, char 
         return 0;
 }
 
+/* Live files whose text the kernel makes whole for each read, so that a read shorter
+ * than asked for is the end: sysfs device attributes (one show() each) and the per-process files
+ * the watcher reads at every exec (one show() or a loop to the end of the process's
+ * memory). Not the seq files of many records (/proc/self/mounts, /proc/interrupts,
+ * numa_maps): they return one buffer's worth at a time, short of the end. */
+static bool read_whole_at_once(const char *path) {
+        static const char *const per_process[] = { "stat", "status", "comm", "cmdline", "environ", "cgroup" };
+        const char *base;
+
+        base = strrchr(path, '/') + 1;
+        if (startswith_lit(path, "/sys/fs/cgroup/"))
+                /* One value each; not cgroup.procs and the like (a record per task). */
+                return startswith_lit(base, "cpuset.");
+        if (startswith_lit(path, "/sys/"))
+                /* debugfs and tracefs hold seq files too. */
+                return !startswith_lit(path, "/sys/fs/") && !startswith_lit(path, "/sys/kernel/");
+        if (!startswith_lit(path, "/proc/"))
+                return false;
+        for (size_t i = 0; i < ELEMENTSOF(per_process); i++)
+                if (streq(base, per_process[i]))
+                        return true;
+        return false;
+}
+
 int tune_read_prefix(const tune_ctx *ctx, const char *path, size_t max, char **ret, size_t *ret_len,
                      bool *ret_truncated) {
         _cleanup_close_ int fd = -EBADF;
         _cleanup_free_ char *buf = NULL;
         size_t len = 0, cap = 4096;
         bool truncated = false;
+
+        const bool virtual = ctx->live && read_whole_at_once(path);
 
         fd = tune_open(ctx, path, O_RDONLY | O_NOCTTY, 0);
         if (fd < 0)
@@ -207,7 +233,8 @@ int tune_read_prefix(const tune_ctx *ctx, const char *path, size_t max, char **r
                         buf = nb;
                         cap = ncap;
                 }
-                n = read(fd, buf + len, cap - 1 - len);
+                size_t want = cap - 1 - len;
+                n = read(fd, buf + len, want);
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
@@ -216,6 +243,10 @@ int tune_read_prefix(const tune_ctx *ctx, const char *path, size_t max, char **r
                 if (n == 0)
                         break;
                 len += (size_t) n;
+                /* A short read of such a file is its end (read_whole_at_once()): one
+                 * read() less on every /proc read an exec makes. */
+                if (virtual && (size_t) n < want)
+                        break;
         }
         buf[len] = 0;
         if (ret_len)

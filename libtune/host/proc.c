@@ -187,34 +187,46 @@ static int cmp_pid(const void *a, const void *b) {
 }
 
 /* Numeric entries of a directory below the root. */
+/* The numeric entries of a /proc directory, sorted. getdents64() on a plain fd: a
+ * managed process's task list is read at every match and walk, and opendir() costs three
+ * system calls more (fstat, two fcntl) for nothing. */
 static int list_numeric(const tune_ctx *ctx, const char *path, pid_t **ret, size_t *ret_n) {
-        _cleanup_closedir_ DIR *d = NULL;
+        _cleanup_close_ int fd = -EBADF;
         _cleanup_free_ pid_t *list = NULL;
         size_t n = 0, cap = 0;
-        struct dirent *de;
-        int r;
+        _Alignas(struct dirent64) char buf[8192];
 
-        r = tune_opendir(ctx, path, &d);
-        if (r < 0)
-                return r;
-        while ((errno = 0, de = readdir(d))) {
-                long v;
-
-                if (de->d_name[0] < '1' || de->d_name[0] > '9' ||
-                    tune_parse_int(de->d_name, 1, INT_MAX, &v) < 0)
-                        continue;
-                if (n == cap) {
-                        size_t ncap = cap ? cap * 2 : 64;
-                        pid_t *nl = reallocarray(list, ncap, sizeof *nl);
-                        if (!nl)
-                                return -ENOMEM;
-                        list = nl;
-                        cap = ncap;
+        fd = tune_open(ctx, path, O_RDONLY | O_DIRECTORY, 0);
+        if (fd < 0)
+                return fd;
+        for (;;) {
+                ssize_t got = getdents64(fd, buf, sizeof buf);
+                if (got < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
                 }
-                list[n++] = (pid_t) v;
+                if (got == 0)
+                        break;
+                for (ssize_t off = 0; off < got;) {
+                        const struct dirent64 *de = (const struct dirent64 *) (buf + off);
+                        long v;
+
+                        off += de->d_reclen;
+                        if (de->d_name[0] < '1' || de->d_name[0] > '9' ||
+                            tune_parse_int(de->d_name, 1, INT_MAX, &v) < 0)
+                                continue;
+                        if (n == cap) {
+                                size_t ncap = cap ? cap * 2 : 64;
+                                pid_t *nl = reallocarray(list, ncap, sizeof *nl);
+                                if (!nl)
+                                        return -ENOMEM;
+                                list = nl;
+                                cap = ncap;
+                        }
+                        list[n++] = (pid_t) v;
+                }
         }
-        if (errno != 0)
-                return negative_errno();
         if (n > 1)
                 qsort(list, n, sizeof *list, cmp_pid);
         *ret = TAKE_PTR(list);

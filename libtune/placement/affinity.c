@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/stat.h>
@@ -8,6 +9,7 @@
 
 #include "npu-tuned/affinity.h"
 #include "npu-tuned/parse.h"
+#include "npu-tuned/proc.h"
 
 /* ---- the kernel backend ---- */
 
@@ -167,53 +169,22 @@ static int task_path(char *buf, size_t size, pid_t pid, pid_t tid, const char *f
         return tune_path(buf, size, "/proc/%d/task", (int) pid);
 }
 
-static int cmp_pid(const void *a, const void *b) {
-        pid_t x = *(const pid_t *) a, y = *(const pid_t *) b;
-        return x < y ? -1 : x > y;
-}
-
-/* The thread ids of pid, sorted. -ESRCH when the process is gone. */
+/* The thread ids of pid, sorted. -ESRCH when the process is gone (its task directory
+ * is, or it went while being read). */
 static int list_tasks(const tune_ctx *ctx, pid_t pid, pid_t **ret, unsigned *ret_n) {
-        _cleanup_closedir_ DIR *d = NULL;
-        _cleanup_free_ pid_t *tids = NULL;
-        unsigned n = 0, cap = 0;
-        struct dirent *de;
-        char path[64];
-        int r;
+        size_t n = 0;
+        int r = tune_proc_list_tasks(ctx, pid, ret, &n);
 
-        r = task_path(path, sizeof path, pid, 0, NULL);
-        if (r < 0)
-                return r;
-        r = tune_opendir(ctx, path, &d);
-        if (r == -ENOENT)
+        if (r == -ENOENT || r == -ESRCH)
                 return -ESRCH;
         if (r < 0)
                 return r;
-        for (;;) {
-                long tid;
-
-                errno = 0;
-                de = readdir(d);
-                if (!de)
-                        break;
-
-                if (de->d_name[0] == '.' || tune_parse_int(de->d_name, 1, INT32_MAX, &tid) < 0)
-                        continue;
-                if (n == cap) {
-                        pid_t *a;
-                        cap = cap ? cap * 2 : 64;
-                        a = realloc(tids, cap * sizeof(pid_t));
-                        if (!a)
-                                return -ENOMEM;
-                        tids = a;
-                }
-                tids[n++] = (pid_t) tid;
+        if (n > UINT_MAX) {
+                free(*ret);
+                *ret = NULL;
+                return -E2BIG;
         }
-        if (errno == ESRCH || errno == ENOENT)
-                return -ESRCH;
-        qsort(tids, n, sizeof(pid_t), cmp_pid);
-        *ret = TAKE_PTR(tids);
-        *ret_n = n;
+        *ret_n = (unsigned) n;
         return 0;
 }
 

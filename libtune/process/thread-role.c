@@ -34,12 +34,14 @@ bool tune_rule_has_role_selectors(const tune_policy_rule *rule) {
         return !role_is_catch_all(&rule->control) || !role_is_catch_all(&rule->compute);
 }
 
+bool tune_rule_picks_threads_by_name(const tune_policy_rule *rule) {
+        return rule && (role_has_globs(&rule->control) || role_has_globs(&rule->compute));
+}
+
 bool tune_thread_role_needs_name(const tune_policy_rule *rule, pid_t pid, pid_t tid) {
-        if (!tune_rule_has_role_selectors(rule))
+        if (!tune_rule_picks_threads_by_name(rule))
                 return false;
-        if (tid == pid && (rule->control.main_thread || rule->compute.main_thread))
-                return false;
-        return role_has_globs(&rule->control) || role_has_globs(&rule->compute);
+        return !(tid == pid && (rule->control.main_thread || rule->compute.main_thread));
 }
 
 tune_role tune_thread_classify(const tune_policy_rule *rule, pid_t pid, pid_t tid, const char *comm) {

@@ -220,7 +220,7 @@ int main(int argc, char *argv[]) {
         _cleanup_(tune_ctx_freep) tune_ctx *ctx = NULL;
         _cleanup_(watcher_freep) Watcher *w = NULL;
         sd_event *event = NULL;
-        watcher_params params = {};
+        watcher_params params = { .all_thread_names = true }; /* it prints every name */
         tune_policy_rule *r = NULL;
         pid_t evaluate_pid = 0;
         sigset_t mask;
