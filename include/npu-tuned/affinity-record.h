@@ -54,6 +54,8 @@ int tune_affinity_record_name_pid(const char *name, pid_t *ret);
 int tune_affinity_record_save(const char *state_dir, const tune_affinity_record *rec);
 /* -ENOENT when there is none. */
 int tune_affinity_record_load(const char *state_dir, pid_t pid, tune_affinity_record *ret);
+/* Not fsync'ed either: a removal lost with the kernel leaves a record of an earlier boot,
+ * which the next start discards. */
 int tune_affinity_record_delete(const char *state_dir, pid_t pid);
 /* The pids that have a record in state_dir, ascending (0 records: *ret NULL; no
  * directory: 0 records). */

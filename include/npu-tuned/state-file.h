@@ -28,6 +28,9 @@ int tune_state_file_write(const char *state_dir, const char *name, const char *t
 int tune_state_file_write_unsynced(const char *state_dir, const char *name, const char *text);
 /* Delete one (and its temp file) and fsync the directory; 0 if there was none. */
 int tune_state_file_delete(const char *state_dir, const char *name);
+/* The same without the fsync of the directory: for files written unsynced (the affinity
+ * records), whose removal needs to outlive the daemon, not the kernel. */
+int tune_state_file_delete_unsynced(const char *state_dir, const char *name);
 
 /* Take the state directory's lock (flock on knobs.lock, held while the fd is open) so that
  * a daemon and `--restore`, or two daemons, never work on one state directory at once.

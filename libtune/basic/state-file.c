@@ -126,7 +126,7 @@ int tune_state_file_write_unsynced(const char *state_dir, const char *name, cons
         return state_file_write(state_dir, name, text, false, NULL, NULL);
 }
 
-int tune_state_file_delete(const char *state_dir, const char *name) {
+static int state_file_delete(const char *state_dir, const char *name, bool sync) {
         _cleanup_close_ int dfd = -EBADF;
         _cleanup_free_ char *tmp = NULL;
 
@@ -143,9 +143,17 @@ int tune_state_file_delete(const char *state_dir, const char *name) {
                         return 0;
                 return negative_errno();
         }
-        if (fsync(dfd) < 0)
+        if (sync && fsync(dfd) < 0)
                 return negative_errno();
         return 0;
+}
+
+int tune_state_file_delete(const char *state_dir, const char *name) {
+        return state_file_delete(state_dir, name, true);
+}
+
+int tune_state_file_delete_unsynced(const char *state_dir, const char *name) {
+        return state_file_delete(state_dir, name, false);
 }
 
 int tune_state_dir_lock(const char *state_dir) {

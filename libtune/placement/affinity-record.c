@@ -331,7 +331,7 @@ int tune_affinity_record_delete(const char *state_dir, pid_t pid) {
         char name[64];
 
         record_name(pid, name);
-        return tune_state_file_delete(state_dir, name);
+        return tune_state_file_delete_unsynced(state_dir, name);
 }
 
 static int cmp_pid(const void *a, const void *b) {
