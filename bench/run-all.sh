@@ -19,10 +19,10 @@ while [ $# -gt 0 ]; do
 done
 if [ -n "$quick" ]; then
         lat=(--runs 10 --rounds 2) cpu=(--execs 200 --matched 5) srv=(--rounds 1 --seconds 2)
-        storm=(--unmatched 1000 --matched 10) idle=(--seconds 5) react=(--runs 10)
+        storm=(--unmatched 1000 --matched 10) idle=(--seconds 5) react=(--runs 10) cput=(--runs 20 --execs 200 --rounds 1)
 else
         lat=(--runs 50 --rounds 5) cpu=(--execs 1000 --matched 20) srv=(--rounds 3 --seconds 5)
-        storm=(--unmatched 10000 --matched 100) idle=(--seconds 60) react=(--runs 50)
+        storm=(--unmatched 10000 --matched 100) idle=(--seconds 60) react=(--runs 50) cput=(--runs 100 --execs 1000 --rounds 3)
 fi
 run() {
         echo
@@ -36,6 +36,7 @@ echo "## $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -r), $(nproc) CPUs, load $(cu
 run "Exec -> every thread placed" placement-latency.sh "${lat[@]}"
 run "Reaction time, as each pinner measures it" reaction.sh "${react[@]}"
 run "CPU per event (instructions)" cpu-per-event.sh "${cpu[@]}"
+run "CPU time per event (system calls included)" cpu-time.sh "${cput[@]}"
 run "Fork storm" storm.sh "${storm[@]}"
 run "Idle" idle.sh "${idle[@]}"
 run "The control thread's wake-up lateness" serving.sh "${srv[@]}"
