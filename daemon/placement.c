@@ -700,7 +700,9 @@ static void apply_one_thread(Placement *p, managed_process *mp, managed_thread *
                 return;
         tune_thread_target target = { .plan = pl, .rule = mp->rule };
         pp->restore_on_stop = mp->rule->restore_on_stop;
-        r = tune_affinity_apply_thread(p->ctx, &pp->backend, mp->pid, t->tid, tune_thread_target_choose, &target,
+        /* The watcher's name for it is the one it just read or a COMM event just gave. */
+        r = tune_affinity_apply_thread(p->ctx, &pp->backend, mp->pid, t->tid, t->comm[0] ? t->comm : NULL,
+                                       tune_thread_target_choose, &target,
                                        &pp->originals, &stats);
         if (r < 0 && r != -ESRCH)
                 log_warning_errno(r, "Failed to set the CPU affinity of thread %d of pid %d, ignoring: %m", t->tid, mp->pid);

@@ -319,7 +319,7 @@ static void test_fake_vanishing_and_errors(void **state) {
         assert_fake_mask(&k, 101, "0-1");
 
         /* FORK event for a thread that is not in the process (any more). */
-        assert_int_equal(tune_affinity_apply_thread(ctx, &b, 100, 999, fake_choose, NULL, &j, &st), -ESRCH);
+        assert_int_equal(tune_affinity_apply_thread(ctx, &b, 100, 999, NULL, fake_choose, NULL, &j, &st), -ESRCH);
         /* COMM event: 103 renamed to "ctl-b" moves to control. */
         char path[256];
         snprintf(path, sizeof path, "%s/proc/100/task/103/comm", k.root);
@@ -327,7 +327,7 @@ static void test_fake_vanishing_and_errors(void **state) {
         assert_non_null(f);
         fputs("ctl-b\n", f);
         fclose(f);
-        assert_int_equal(tune_affinity_apply_thread(ctx, &b, 100, 103, fake_choose, NULL, &j, &st), 0);
+        assert_int_equal(tune_affinity_apply_thread(ctx, &b, 100, 103, NULL, fake_choose, NULL, &j, &st), 0);
         assert_fake_mask(&k, 103, "0-1");
         assert_mask(&tune_affinity_originals_find(&j, 103)->original, "0-7");
 
@@ -579,7 +579,7 @@ static void test_live_placement(void **state) {
         child_command('L');
         assert_thread_on("work-late", control);
         /* FORK event for work-late alone... */
-        assert_int_equal(tune_affinity_apply_thread(ctx, NULL, child.pid, thread_by_name(child.pid, "work-late"),
+        assert_int_equal(tune_affinity_apply_thread(ctx, NULL, child.pid, thread_by_name(child.pid, "work-late"), NULL,
                                                     tune_thread_target_choose, &target, &j, &st), 0);
         assert_thread_on("work-late", compute);
         /* ...and the whole process again: nothing to change, settled after the second walk

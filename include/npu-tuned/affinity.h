@@ -90,9 +90,11 @@ typedef int (*tune_affinity_choose_fn)(pid_t pid, pid_t tid, tune_thread_name *n
 int tune_affinity_apply(const tune_ctx *ctx, const tune_affinity_backend *backend, pid_t pid,
                         tune_affinity_choose_fn choose, void *userdata,
                         tune_affinity_originals *originals, tune_affinity_stats *stats);
-/* One thread (FORK or COMM event). -ESRCH when tid is not (or no longer) a thread of pid. */
+/* One thread (FORK or COMM event). comm: its name when the caller has just learnt it (a
+ * COMM event carries it), handed to the chooser without a read; NULL: read if asked.
+ * -ESRCH when tid is not (or no longer) a thread of pid. */
 int tune_affinity_apply_thread(const tune_ctx *ctx, const tune_affinity_backend *backend, pid_t pid, pid_t tid,
-                               tune_affinity_choose_fn choose, void *userdata,
+                               const char *comm, tune_affinity_choose_fn choose, void *userdata,
                                tune_affinity_originals *originals, tune_affinity_stats *stats);
 
 /* Threads whose affinity is no longer what we applied (the process re-bound itself, or

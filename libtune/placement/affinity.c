@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/stat.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -268,9 +269,10 @@ static int open_thread_dir(const tune_ctx *ctx, pid_t pid, pid_t tid) {
         return fd == -ENOENT ? -ESRCH : fd;
 }
 
-/* Thread tid of pid, its directory open at dirfd (open_thread_dir()). */
+/* Thread tid of pid, its directory open at dirfd (open_thread_dir()); comm: its name if
+ * known already, else NULL. */
 static int handle_thread(const tune_ctx *ctx, const tune_affinity_backend *b, pid_t pid, pid_t tid, int dirfd,
-                         tune_affinity_choose_fn choose, void *userdata,
+                         const char *comm, tune_affinity_choose_fn choose, void *userdata,
                          tune_affinity_originals *j, tune_affinity_stats *st) {
         _cleanup_cpuset_ tune_cpuset current = {};
         const tune_cpuset *target = NULL;
@@ -280,6 +282,10 @@ static int handle_thread(const tune_ctx *ctx, const tune_affinity_backend *b, pi
 
         st->seen++;
         tune_thread_name name = { .ctx = ctx, .dirfd = dirfd };
+        if (comm) {
+                snprintf(name.comm, sizeof name.comm, "%s", comm);
+                name.state = 1;
+        }
         r = choose(pid, tid, &name, userdata, &target);
         if (r < 0)
                 return r;
@@ -358,7 +364,7 @@ static int walk_thread(const tune_ctx *ctx, const tune_affinity_backend *b, pid_
                 st->failed++;
                 return dirfd;
         }
-        return handle_thread(ctx, b, pid, tid, dirfd, choose, userdata, j, st);
+        return handle_thread(ctx, b, pid, tid, dirfd, NULL, choose, userdata, j, st);
 }
 
 static bool sorted_has(const pid_t *a, unsigned n, pid_t x) {
@@ -473,7 +479,7 @@ int tune_affinity_apply(const tune_ctx *ctx, const tune_affinity_backend *backen
 }
 
 int tune_affinity_apply_thread(const tune_ctx *ctx, const tune_affinity_backend *backend, pid_t pid, pid_t tid,
-                               tune_affinity_choose_fn choose, void *userdata,
+                               const char *comm, tune_affinity_choose_fn choose, void *userdata,
                                tune_affinity_originals *originals, tune_affinity_stats *stats) {
         tune_affinity_stats dummy = {};
         int r;
@@ -494,7 +500,7 @@ int tune_affinity_apply_thread(const tune_ctx *ctx, const tune_affinity_backend 
         _cleanup_close_ int dirfd = open_thread_dir(ctx, pid, tid);
         if (dirfd < 0)
                 return dirfd;
-        return handle_thread(ctx, backend, pid, tid, dirfd, choose, userdata, originals, stats);
+        return handle_thread(ctx, backend, pid, tid, dirfd, comm, choose, userdata, originals, stats);
 }
 
 int tune_affinity_check(const tune_ctx *ctx, const tune_affinity_backend *backend,
