@@ -76,11 +76,16 @@ static void handle_fork(Watcher *w, pid_t parent_tgid, pid_t child_pid, pid_t ch
                 entry_release(parent, WATCHER_EXIT_EXITED);
                 return;
         }
-        old = registry_get(w->registry, child_pid);
-        if (old)
-                entry_release(old, WATCHER_EXIT_PID_REUSED);
         if (tune_proc_read_stat(w->ctx, child_pid, &st) < 0)
                 return;
+        old = registry_get(w->registry, child_pid);
+        if (old && old->p.start_time == st.start_time)
+                /* Known already: a resync after an overrun found it, and this FORK event
+                 * was queued before it. Releasing it would drop a live, managed process
+                 * whose EXEC event may be one of those lost. */
+                return;
+        if (old)
+                entry_release(old, WATCHER_EXIT_PID_REUSED);
         /* A candidate's child is worth keeping only for an environment to inherit: without
          * one, a process that forks thousands of children would make thousands of
          * candidates out of nothing. */

@@ -358,6 +358,30 @@ static void test_pid_reuse(void **state) {
         assert_int_equal(watcher_check_process(t->w, watcher_find(t->w, 100) ?: &(managed_process){ .pid = 100 }), 0);
 }
 
+/* After an overrun the resync finds a child that a managed process started, and only then
+ * is the child's FORK event read (it was queued before the resync): the child is the same
+ * process, still managed, not a pid reuse. (4096 processes of 8 threads lost half their
+ * threads this way: released, with their EXEC events among those lost.) */
+static void test_fork_event_after_resync(void **state) {
+        world *t = *state;
+
+        put_process(t, 100, 1000, "vllm", "/usr/bin/python3");
+        exec_event(t, 100);
+        expect(t, "matched 100 vllm threads=1\n");
+        put_process(t, 110, 1100, "vllm-worker", "/usr/bin/python3");
+        watcher_resync(t->w);
+        expect(t, "matched 110 vllm threads=1\n");
+        fork_event(t, 100, 110, 110);
+        expect(t, "");
+        assert_non_null(watcher_find(t->w, 110));
+        /* A child with another start time under a known pid is a reuse, as before. */
+        drop(t, 110, 0);
+        put_process(t, 110, 1200, "vllm-worker", "/usr/bin/python3");
+        fork_event(t, 100, 110, 110);
+        expect(t, "exit 110 pid-reused\n");
+        assert_null(watcher_find(t->w, 110));
+}
+
 static void test_retitle(void **state) {
         world *t = *state;
 
@@ -539,6 +563,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_thread_names_by_rule, setup_roles, teardown),
                 cmocka_unit_test_setup_teardown(test_unmatch_on_exec, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_pid_reuse, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_fork_event_after_resync, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_retitle, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_rename_storm, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_exec_resyncs_threads, setup, teardown),
