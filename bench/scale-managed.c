@@ -8,9 +8,10 @@
  * one line of KEY=VALUE for the script:
  *
  *   procs, threads: started (fewer if fork or a thread failed: see fork_errno)
- *   placed_ms: first fork -> the last thread seen on one CPU (polled every 2 ms)
+ *   placed_ms: first fork -> the last thread seen on one CPU (polled every 0.1 ms)
  *   never: threads not on one CPU after GIVE_UP_S
- *   place_cpu_ms: the pinner's utime + stime (/proc/PID/stat) over that time
+ *   place_cpu_ms: the pinner's utime + stime (/proc/PID/stat, in clock ticks of 10 ms)
+ *     over that time; place_run_ms: the same from /proc/PID/schedstat (ns)
  *   rss_kib: its VmRSS with all of them managed
  *   tick_cpu_us: its CPU per tick, from /proc/PID/schedstat (ns, all its threads): its CPU
  *     over the TICKS periods less what it used at the rate of a period measured before
@@ -177,6 +178,7 @@ int main(int argc, char **argv) {
                 base_ns = run_ns(pinner) - base_ns;
         }
         double cpu0 = proc_cpu_seconds(pinner);
+        uint64_t run0 = run_ns(pinner);
         uint64_t t0 = now_ns();
         for (unsigned i = 0; i < procs; i++) {
                 pid_t pid = fork();
@@ -212,16 +214,19 @@ int main(int argc, char **argv) {
                 while (next < n_tids && on_one_cpu(tids[next]))
                         next++;
                 last = now_ns();
-                if (next < n_tids)
-                        sleep_ms(2);
+                if (next < n_tids) {
+                        struct timespec nap = { 0, 100 * 1000 };
+                        nanosleep(&nap, NULL);
+                }
         }
         size_t never = 0;
         for (size_t i = next; i < n_tids; i++)
                 if (!on_one_cpu(tids[i]))
                         never++;
         double cpu1 = proc_cpu_seconds(pinner);
-        printf("procs=%zu threads=%zu placed_ms=%.1f never=%zu place_cpu_ms=%.0f rss_kib=%ld", n_kids, n_tids,
-               (last - t0) / 1e6, never, (cpu1 - cpu0) * 1000, rss_kib(pinner));
+        uint64_t run1 = run_ns(pinner);
+        printf("procs=%zu threads=%zu placed_ms=%.1f never=%zu place_cpu_ms=%.0f place_run_ms=%.1f rss_kib=%ld", n_kids,
+               n_tids, (last - t0) / 1e6, never, (cpu1 - cpu0) * 1000, (run1 - run0) / 1e6, rss_kib(pinner));
         if (fork_errno)
                 printf(" fork_errno=%d", fork_errno);
         if (ticks > 0 && tick_ms > 0)
