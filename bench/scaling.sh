@@ -42,12 +42,11 @@ cleanup() {
         rm -rf "$bench_tmp" "$bench_tmp_shm"
 }
 trap cleanup EXIT
-exec 3>&1
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
 kv() { sed -n "s/.*\\b$1=\\([^ ]*\\).*/\\1/p" <<<"$2"; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0 && a != "") printf "%.2f", a / b; else print "-" }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0 && a ~ /^[0-9.]+$/) printf "%.2f", a / b; else print "-" }'; }
 rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
 overruns() { # PINNER: lines its log has for lost events so far
         case $1 in
@@ -58,9 +57,9 @@ overruns() { # PINNER: lines its log has for lost events so far
 # Tasks (threads) on the host now: the total of /proc/loadavg's "running/total".
 tasks_now() { awk '{ split($4, a, "/"); print a[2] }' /proc/loadavg; }
 
-# How many of WANT units of PER tasks and KIB memory each fit now; raises pid_max for
-# them with --raise-pid-max. Prints the number that fits, and on the bench's output (fd
-# 3) why if fewer, or that pid_max was raised.
+# How many of WANT units of PER tasks and KIB memory each fit now, in $fit_n (not printed:
+# a subshell could not note the pid_max to put back); raises pid_max for them with
+# --raise-pid-max. Says why if fewer, or that pid_max was raised.
 fit() { # WANT PER KIB
         local want=$1 per=$2 kib=$3 max free threads mem n
         max=$(cat /proc/sys/kernel/pid_max)
@@ -71,7 +70,7 @@ fit() { # WANT PER KIB
                 [ -n "$pid_max_saved" ] || pid_max_saved=$max
                 [ "$need" -le 4194304 ] || need=4194304
                 echo "$need" >/proc/sys/kernel/pid_max
-                echo "(kernel.pid_max raised from $pid_max_saved to $need for this row, put back at exit)" >&3
+                echo "(kernel.pid_max raised from $pid_max_saved to $need for this row, put back at exit)"
                 free=$((need - $(tasks_now) - 1000))
         fi
         [ $((threads - $(tasks_now) - 1000)) -ge "$free" ] || free=$((threads - $(tasks_now) - 1000))
@@ -79,8 +78,8 @@ fit() { # WANT PER KIB
         n=$want
         [ $((n * per)) -le "$free" ] || n=$((free / per))
         [ $((n * kib)) -le "$mem" ] || n=$((mem / kib))
-        [ "$n" -ge "$want" ] || echo "(reduced from $want to $n: kernel.pid_max $(cat /proc/sys/kernel/pid_max) and threads-max $threads leave $free tasks, half the available memory is $mem KiB)" >&3
-        echo "$n"
+        [ "$n" -ge "$want" ] || echo "(reduced from $want to $n: kernel.pid_max $(cat /proc/sys/kernel/pid_max) and threads-max $threads leave $free tasks, half the available memory is $mem KiB)"
+        fit_n=$n
 }
 
 echo "host: $(nproc) CPUs, $(awk '/^MemTotal:/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo), kernel.pid_max $(cat /proc/sys/kernel/pid_max), $(tasks_now) tasks, load $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -110,7 +109,8 @@ part_managed() {
         echo "|---|---|---|---|---|---|---|---|---|---|---|"
         for row in "${rows[@]}"; do
                 read -r n t <<<"$row"
-                n=$(fit "$n" "$t" $((t * 40)))
+                fit "$n" "$t" $((t * 40))
+                n=$fit_n
                 for p in floor npu-tmpfs; do
                         pinner_start "$p" "scale-managed --child" "*/scale-managed"
                         sleep 1
@@ -121,6 +121,7 @@ part_managed() {
                                 out=$("$build/bench/scale-managed" "$pinner_pid" "$n" "$t" "$tick_ms" "$ticks")
                         fi
                         placed=$(kv placed_ms "$out") cpu=$(kv place_run_ms "$out")
+                        [ "$(kv never "$out")" = 0 ] || placed="never all (gave up after $(kv placed_ms "$out") ms)"
                         if [ "$p" = floor ]; then
                                 floor_ms=$placed floor_cpu=$cpu
                                 tick="n/a" tick_all="n/a"
@@ -147,7 +148,8 @@ part_scan() {
         for n in 0 $scan; do
                 got=0
                 if [ "$n" -gt 0 ]; then
-                        n=$(fit "$n" 1 25)
+                        fit "$n" 1 25
+                        n=$fit_n
                         "$build/bench/idle-procs" "$n" >"$bench_tmp/idle.out" &
                         idle_pid=$!
                         wait_for_line "$bench_tmp/idle.out" "^ready" 600
