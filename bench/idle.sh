@@ -72,11 +72,11 @@ fd_kinds() {
 # Sorts the returns of the waits in an strace log (see the header): an epoll_wait return
 # opens a wake-up that the calls up to the next one fill; a pinner without epoll sleeps in
 # recv, and each return of it is a wake-up of its own. The last wait, whose calls the
-# trace ends before, is left out.
+# trace ends before, and the call strace detached from are left out.
 wake_split() { # FD_KINDS STRACE_LOG
         awk 'FNR == NR { kind[$1] = $2; next }
         function done() { if (!open) return; n++; if (dgram) d++; else if (timer) t++; else if (sig) s++; else x++; open = 0 }
-        !/^[a-z_0-9]+\(/ { next }
+        !/^[a-z_0-9]+\(/ || /<detached|<unfinished|= \?/ { next }
         {
                 name = $0; sub(/\(.*/, "", name)
                 fd = $0; sub(/^[^(]*\(/, "", fd); sub(/[,)].*/, "", fd)

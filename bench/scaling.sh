@@ -201,13 +201,15 @@ part_rate() {
                         reached=$(sed -n 's/.*; \([0-9]*\) processes\/s.*/\1/p' <<<"$out")
                         missed=$(sed -n 's/.*missed \([0-9]*\).*/\1/p' <<<"$out")
                         echo "| ${rate/#0/flat out}${label} | $p | $reached | $((reached * per)) | $lost | $missed/$((count / 100)) | $(awk -v a="$cpu0" -v b="$cpu1" -v s="$secs" 'BEGIN { printf "%.0f", (b - a) / s * 100 }') |"
-                        if [ "$lost" -eq 0 ] && [ "$missed" -eq 0 ] && [ "$reached" -gt "${best[$p]:-0}" ]; then best[$p]=$reached; fi
+                        if [ "$lost" -eq 0 ] && [ "$missed" -eq 0 ] && [ $((reached * per)) -gt "${best[$p]:-0}" ]; then
+                                best[$p]=$((reached * per))
+                        fi
                         pinner_stop
                 done
         done
         npu_unattributed=""
         for p in floor npu-tmpfs; do
-                echo "$p: highest rate with no overrun and no matched process missed: ${best[$p]:-none} processes/s"
+                echo "$p: highest event rate with no overrun and no matched process missed: ${best[$p]:-none} events/s"
         done
 }
 
