@@ -36,9 +36,12 @@ parts=("${bench_rest[@]}")
 
 idle_pid="" pid_max_saved=""
 cleanup() {
-        [ -z "$idle_pid" ] || { kill "$idle_pid" 2>/dev/null; wait "$idle_pid" 2>/dev/null || true; }
+        if [ -n "$idle_pid" ]; then # it may have died of the same Ctrl-C
+                kill "$idle_pid" 2>/dev/null || true
+                wait "$idle_pid" 2>/dev/null || true
+        fi
         pinner_stop
-        [ -z "$pid_max_saved" ] || echo "$pid_max_saved" >/proc/sys/kernel/pid_max
+        [ -z "$pid_max_saved" ] || echo "$pid_max_saved" >/proc/sys/kernel/pid_max || true
         rm -rf "$bench_tmp" "$bench_tmp_shm"
 }
 trap cleanup EXIT
