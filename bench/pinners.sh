@@ -30,7 +30,8 @@ pinner_pid=""
 tuned_profile_dir=/etc/tuned
 
 # Options every bench takes, each setting the variable of its name (--runs N: runs=N,
-# the flag --raise-pid-max: raise_pid_max=1); what is left goes to the array bench_rest. Set the defaults before calling.
+# the flag --raise-pid-max: raise_pid_max=1); what is left goes to the array bench_rest.
+# Set the defaults before calling.
 bench_args() {
         bench_rest=()
         while [ $# -gt 0 ]; do
