@@ -16,26 +16,33 @@
 # Every pinner runs at nice -10 (the unit's), so all compete alike with the rest of the
 # host. Needs: $build (the build dir), $bench_tmp (scratch, any fs), $bench_tmp_disk and
 # $bench_tmp_shm (scratch dirs on a disk filesystem and on tmpfs); $npu_policy_extra is
-# JSON spliced into the npu-tuned rule (e.g. its "threads"); $pinner_wrap (e.g. valgrind
+# JSON spliced into the npu-tuned rule (e.g. its "threads"), $npu_options a JSON object
+# put as the policy's "options" (e.g. its max_managed_processes), $npu_unattributed the
+# rule's "unattributed" (default: placed through the allocator on node 0, each process on
+# CPUs of its own while there are any); $pinner_wrap (e.g. valgrind
 # and its options) goes before the floor's and npu-tuned's command; $npu_bin, when set, is
 # the npu-tuned to run, and npu-ext4-b / npu-tmpfs-b run $npu_b_bin (another build, to
 # compare two side by side in one run).
-# $build is the caller's; $pinner_wrap and $npu_args are split into words on purpose.
-# shellcheck disable=SC2154,SC2086
+# $build is the caller's; $pinner_wrap and $npu_args are split into words on purpose; the
+# options bench_args sets are read by the bench that sourced this.
+# shellcheck disable=SC2154,SC2086,SC2034
 pinner_pid=""
 tuned_profile_dir=/etc/tuned
 
-# Options every bench takes, each setting the variable of its name (--runs N: runs=N);
-# what is left goes to the array bench_rest. Set the defaults before calling.
+# Options every bench takes, each setting the variable of its name (--runs N: runs=N,
+# the flag --raise-pid-max: raise_pid_max=1); what is left goes to the array bench_rest.
+# Set the defaults before calling.
 bench_args() {
         bench_rest=()
         while [ $# -gt 0 ]; do
                 case $1 in
-                --build | --runs | --rounds | --threads | --seconds | --spinners | --execs | --matched | --unmatched)
+                --build | --runs | --rounds | --threads | --seconds | --spinners | --execs | --matched | --unmatched | \
+                        --procs | --scan | --rates | --ticks)
                         [ $# -ge 2 ] || { echo "bench: $1 needs a value" >&2; exit 2; }
                         printf -v "${1#--}" '%s' "$2"
                         shift 2
                         ;;
+                --raise-pid-max) raise_pid_max=1; shift ;;
                 --*) echo "bench: unknown option $1 (see the script's header)" >&2; exit 2 ;;
                 *) bench_rest+=("$1"); shift ;;
                 esac
@@ -65,16 +72,18 @@ wait_for_line() { # FILE REGEX TIMEOUT_S
 }
 
 npu_policy() { # PATTERN EXE_GLOB RESTORE
-        local threads=${npu_threads:-'{ "control": { "main_thread": true, "cpus": 1 }, "compute": { "cpus": 1 } }'}
+        local threads=${npu_threads:-'{ "control": { "main_thread": true, "cpus": 1 }, "compute": { "cpus": 1 } }'} options=""
+        local unattributed=${npu_unattributed:-'{ "action": "place", "nodes": "0" }'}
+        [ -z "${npu_options:-}" ] || options="\"options\": $npu_options,"
         cat <<JSON
 {
-  "version": 1,
+  "version": 1,$options
   "host": { "irq": { "housekeeping_cpus_per_node": 0, "steer_accelerator_irqs": false } },
   "processes": [{
     "name": "bench",
     "match": { "exe": "$2", "cmdline": "$1", "user": "root" },
     "accelerators": "none",
-    "unattributed": { "action": "place", "nodes": "0" },
+    "unattributed": $unattributed,
     "threads": $threads,
     "memory": { "migrate": false },
     "restore_on_stop": ${3:-true}

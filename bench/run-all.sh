@@ -20,15 +20,19 @@ done
 if [ -n "$quick" ]; then
         lat=(--runs 10 --rounds 2) cpu=(--execs 200 --matched 5) srv=(--rounds 1 --seconds 2)
         storm=(--unmatched 1000 --matched 10) idle=(--seconds 5) react=(--runs 10) cput=(--runs 20 --execs 200 --rounds 1)
+        scale=(--procs "1 64" --ticks 1 --scan 1000 --rates "2000 0" --seconds 2)
 else
         lat=(--runs 50 --rounds 5) cpu=(--execs 1000 --matched 20) srv=(--rounds 3 --seconds 5)
         storm=(--unmatched 10000 --matched 100) idle=(--seconds 60) react=(--runs 50) cput=(--runs 100 --execs 1000 --rounds 3)
+        scale=()
 fi
 run() {
         echo
         echo "### $1"
         echo
-        echo "\`bench/$2 ${*:3}\`"
+        local cmd="bench/$2" a
+        for a in "${@:3}"; do cmd+=" $(printf %q "$a")"; done
+        echo "\`$cmd\`"
         echo
         ${BENCH_WRAP:-} "$here/$2" --build "$build" "${@:3}"
 }
@@ -40,3 +44,4 @@ run "CPU time per event (system calls included)" cpu-time.sh "${cput[@]}"
 run "Fork storm" storm.sh "${storm[@]}"
 run "Idle" idle.sh "${idle[@]}"
 run "The control thread's wake-up lateness" serving.sh "${srv[@]}"
+run "How costs grow with the work" scaling.sh "${scale[@]}"

@@ -30,6 +30,7 @@
 #include <systemd/sd-event.h>
 
 #include "log.h"
+#include "proc-read.h"
 #include "npu-tuned/context.h"
 #include "watcher.h"
 
@@ -83,42 +84,9 @@ static double now_s(void) {
         return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
 }
 
-/* CPU seconds (user + system) of a process, from /proc/PID/stat. */
-static double cpu_of(pid_t pid) {
-        char path[64], buf[1024];
-        unsigned long ut = 0, st = 0;
-        FILE *f;
-
-        snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
-        f = fopen(path, "re");
-        if (!f)
-                return -1;
-        if (!fgets(buf, sizeof buf, f)) {
-                fclose(f);
-                return -1;
-        }
-        fclose(f);
-        char *p = strrchr(buf, ')');
-        if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
-                return -1;
-        return (double) (ut + st) / (double) sysconf(_SC_CLK_TCK);
-}
-
 static long ctxt_switches(pid_t pid) {
-        char path[64], line[256];
-        long v = 0, total = 0;
-        FILE *f;
-
-        snprintf(path, sizeof path, "/proc/%d/status", (int) pid);
-        f = fopen(path, "re");
-        if (!f)
-                return -1;
-        while (fgets(line, sizeof line, f))
-                if (sscanf(line, "voluntary_ctxt_switches: %ld", &v) == 1 ||
-                    sscanf(line, "nonvoluntary_ctxt_switches: %ld", &v) == 1)
-                        total += v;
-        fclose(f);
-        return total;
+        static const char *const keys[] = { "voluntary_ctxt_switches:", "nonvoluntary_ctxt_switches:", NULL };
+        return proc_status_sum(pid, keys);
 }
 
 /* ---- The watcher side ---- */
@@ -291,7 +259,7 @@ int main(int argc, char *argv[]) {
         if (query(watcher, from, line, sizeof line) < 0)
                 return 1;
         uint64_t ev0 = field(line, "events=");
-        double cpu0 = cpu_of(watcher), t0 = now_s();
+        double cpu0 = proc_cpu_seconds(watcher), t0 = now_s();
 
         char nthreads[16];
         snprintf(nthreads, sizeof nthreads, "%ld", threads);
@@ -315,7 +283,7 @@ int main(int argc, char *argv[]) {
                         return 1;
                 ev = field(line, "events=");
         }
-        double cpu = cpu_of(watcher) - cpu0;
+        double cpu = proc_cpu_seconds(watcher) - cpu0;
         uint64_t handled = ev - ev0;
         uint64_t offered = (uint64_t) procs * (3 + 2 * (uint64_t) threads); /* fork, exec, exit; per thread fork, exit */
 
@@ -339,11 +307,11 @@ int main(int argc, char *argv[]) {
 
         if (idle_s > 0) {
                 long cs0 = ctxt_switches(watcher);
-                double c0 = cpu_of(watcher);
+                double c0 = proc_cpu_seconds(watcher);
                 sleep((unsigned) idle_s);
                 printf("  idle:     %ld wake-ups and %.3f CPU-s in %ld s with nothing managed "
                        "(wake-ups come only from other processes' events)\n",
-                       ctxt_switches(watcher) - cs0, cpu_of(watcher) - c0, idle_s);
+                       ctxt_switches(watcher) - cs0, proc_cpu_seconds(watcher) - c0, idle_s);
         }
         kill(watcher, SIGTERM);
         waitpid(watcher, NULL, 0);
