@@ -177,6 +177,14 @@ static void test_irqbalance(void **state) {
         knob_test_plan(t);
         assert_false(knob_test_has_note(t, "irq", 0));
 
+        /* Another user's process of that name is no irqbalance (it runs as root). */
+        char dir[512];
+        fake_write(t->root, "proc/500/comm", "irqbalance\n", 0644);
+        snprintf(dir, sizeof dir, "%s/proc/500", t->root);
+        assert_int_equal(chown(dir, 65534, 65534), 0);
+        assert_int_equal(tune_irqbalance_find(t->ctx, &pid), 0);
+        assert_int_equal(pid, 0);
+
         fake_write(t->root, "proc/777/comm", "irqbalance\n", 0644);
         assert_int_equal(tune_irqbalance_find(t->ctx, &pid), 0);
         assert_int_equal(pid, 777);

@@ -6,6 +6,7 @@
  * (read-only smp_affinity, or EIO/EPERM on write) are skipped and reported. */
 #include <ctype.h>
 #include <errno.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,6 +117,12 @@ int tune_irqbalance_find(const tune_ctx *ctx, int *ret_pid) {
                 errno = 0;
                 pid = strtol(de->d_name, &end, 10);
                 if (errno || *end || pid <= 0 || pid > 4194304)
+                        continue;
+                /* irqbalance runs as root; any user may name a process "irqbalance". One
+                 * fstatat (a /proc/PID directory is owned by the process's euid) before
+                 * reading the names of root's processes only. */
+                struct stat st;
+                if (fstatat(dirfd(d), de->d_name, &st, 0) < 0 || st.st_uid != 0)
                         continue;
                 if (tune_path(path, sizeof path, "/proc/%ld/comm", pid) < 0)
                         continue;
