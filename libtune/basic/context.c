@@ -148,9 +148,9 @@ int tune_read_virtual_at(const tune_ctx *ctx, int dirfd, const char *name, char 
         fd = tune_open_at(ctx, dirfd, name, O_RDONLY);
         if (fd < 0)
                 return fd;
-        /* procfs's seq files give the whole text to one read large enough for it (the next
-         * read is 0), so the live root stops after one; a test tree's plain files are read
-         * to the end. */
+        /* The attributes this reads (a thread's comm) are made whole for each read, so the
+         * live root stops after one (read_whole_at_once() below); a test tree's plain
+         * files are read to the end. */
         for (;;) {
                 ssize_t n = read(fd, buf + len, size - 1 - len);
                 if (n < 0) {
@@ -177,9 +177,8 @@ int tune_read_virtual_at(const tune_ctx *ctx, int dirfd, const char *name, char 
  * numa_maps): they return one buffer's worth at a time, short of the end. */
 static bool read_whole_at_once(const char *path) {
         static const char *const per_process[] = { "stat", "status", "comm", "cmdline", "environ", "cgroup" };
-        const char *base;
+        const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
 
-        base = strrchr(path, '/') + 1;
         if (startswith_lit(path, "/sys/fs/cgroup/"))
                 /* One value each; not cgroup.procs and the like (a record per task). */
                 return startswith_lit(base, "cpuset.");
