@@ -164,12 +164,6 @@ static int originals_insert(tune_affinity_originals *j, pid_t tid, const tune_cp
 
 /* ---- walking threads ---- */
 
-static int task_path(char *buf, size_t size, pid_t pid, pid_t tid, const char *file) {
-        if (tid > 0)
-                return tune_path(buf, size, "/proc/%d/task/%d%s%s", (int) pid, (int) tid, file ? "/" : "", file ? file : "");
-        return tune_path(buf, size, "/proc/%d/task", (int) pid);
-}
-
 /* The thread ids of pid, sorted. -ESRCH when the process is gone (its task directory
  * is, or it went while being read). */
 static int list_tasks(const tune_ctx *ctx, pid_t pid, pid_t **ret, unsigned *ret_n) {
@@ -262,7 +256,7 @@ static int open_thread_dir(const tune_ctx *ctx, pid_t pid, pid_t tid) {
         char path[64];
         int r, fd;
 
-        r = task_path(path, sizeof path, pid, tid, NULL);
+        r = tune_path(path, sizeof path, "/proc/%d/task/%d", (int) pid, (int) tid);
         if (r < 0)
                 return r;
         fd = tune_open(ctx, path, O_RDONLY | O_DIRECTORY, 0);
