@@ -180,7 +180,8 @@ static int refresh_cpuset(Placement *p, managed_process *mp, placed_process *pp)
  * the burst at match time, so it is written before a set only when the record would no
  * longer describe the thread after it:
  *   - the process has no record yet (its first pin);
- *   - the thread is in the record with another applied set or original (a re-plan);
+ *   - the thread is in the record with an applied set that does not hold the new one, or
+ *     another original (a re-plan);
  *   - the thread is not in the record and either gets a set the record does not list
  *     (tune_affinity_restore() only recognises threads missing from the record by an
  *     applied set), or has an original other than the process's (it had re-bound itself
@@ -214,7 +215,7 @@ static bool record_needs_write(const placed_process *pp, const tune_affinity_ent
                 return true;
         rec = tune_affinity_originals_find(&pp->record.originals, live->tid);
         if (rec)
-                return !tune_cpuset_equal(&rec->applied, cpus) || !tune_cpuset_equal(&rec->original, &live->original);
+                return !tune_cpuset_is_subset(cpus, &rec->applied) || !tune_cpuset_equal(&rec->original, &live->original);
         process_original = record_process_original(&pp->record.originals);
         return !record_has_applied(&pp->record.originals, cpus) || !process_original ||
                !tune_cpuset_equal(process_original, &live->original);
@@ -242,10 +243,14 @@ static int record_before_set(placed_process *pp, pid_t tid, const tune_cpuset *c
         next.boot_id = strdup(p->boot_id ? p->boot_id : "");
         if (!next.boot_id)
                 return -ENOMEM;
+        /* The thread's entry says the set it has now (empty if we never set it) or cpus:
+         * a SIGKILL between this write and the set leaves it on the former, and restore
+         * gives back only what it finds inside a recorded applied set. The next write
+         * narrows it to what was set by then. */
         r = tune_affinity_originals_copy(&next.originals, &pp->originals);
         if (r >= 0) {
                 e = (tune_affinity_entry *) tune_affinity_originals_find(&next.originals, tid);
-                r = tune_cpuset_copy(&e->applied, cpus);
+                r = tune_cpuset_or(&e->applied, cpus);
         }
         if (r >= 0)
                 r = tune_affinity_record_save(p->state_dir, &next);

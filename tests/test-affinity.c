@@ -666,12 +666,50 @@ static int live_capable(void) {
         return 1;
 }
 
+/* A record written before a move (daemon/placement.c) holds the union of the thread's old
+ * and new sets, and the daemon may die before the set: restore recognises the thread on
+ * its old set, and a thread born from it meanwhile (not in the record), by a mask inside a
+ * recorded applied set; a mask outside every one stays the thread's own. */
+static void test_fake_restore_from_union_record(void **state) {
+        _cleanup_(tune_ctx_freep) tune_ctx *ctx = NULL;
+        tune_affinity_originals j = {};
+        tune_affinity_stats st = {};
+        tune_affinity_backend b;
+        fake_kernel k;
+        (void) state;
+
+        fake_kernel_init(&k, &b);
+        assert_int_equal(tune_ctx_new(k.root, &ctx), 0);
+        assert_int_equal(tune_affinity_apply(ctx, &b, 100, fake_choose, NULL, &j, &st), 0);
+        assert_fake_mask(&k, 102, "2-7");
+        /* The record of 102's move to control, written; the set not made. */
+        assert_int_equal(tune_cpuset_or(&((tune_affinity_entry *) tune_affinity_originals_find(&j, 102))->applied,
+                                        &fake_control), 0);
+        /* 103 is recorded on control alone now: 2-7 is in no recorded set but 102's union. */
+        assert_int_equal(tune_cpuset_copy(&((tune_affinity_entry *) tune_affinity_originals_find(&j, 103))->applied,
+                                          &fake_control), 0);
+        assert_int_equal(tune_cpuset_parse_list(&k.masks[fake_index(&k, 103)], "0-1"), 0);
+        fake_add_thread(&k, 300, "work-born", "2-7"); /* born from 102 meanwhile */
+        fake_add_thread(&k, 301, "own", "8");         /* bound itself outside our sets */
+
+        st = (tune_affinity_stats) {};
+        assert_int_equal(tune_affinity_restore(ctx, &b, &j, &st), 0);
+        assert_fake_mask(&k, 102, "0-7");
+        assert_fake_mask(&k, 103, "0-7");
+        assert_fake_mask(&k, 300, "0-7");
+        assert_fake_mask(&k, 301, "8");
+        assert_int_equal(st.skipped, 1);
+        tune_affinity_originals_done(&j);
+        fake_kernel_done(&k);
+}
+
 /* "fake": the fake-kernel tests; "live": the test on this machine's kernel (exit 77 when
  * it lacks 2 usable CPUs). */
 int main(int argc, char **argv) {
         const struct CMUnitTest fake[] = {
                 cmocka_unit_test(test_fake_thread_born_mid_walk),
                 cmocka_unit_test(test_fake_vanishing_and_errors),
+                cmocka_unit_test(test_fake_restore_from_union_record),
         };
         const struct CMUnitTest live[] = {
                 cmocka_unit_test_teardown(test_live_placement, live_teardown),

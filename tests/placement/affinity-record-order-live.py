@@ -14,12 +14,19 @@ Asserted from the kernel and the state directory:
      process is placed (polled throughout), and SIGTERM leaves the threads placed;
   3. an unreadable record last written before this boot (torn by a power loss: records are
      not fsync'ed) is discarded by --restore; the same one written in this boot is kept
-     for a human to inspect.
-Needs root in the initial namespaces and 2 online CPUs: skips (77) and says which otherwise.
+     for a human to inspect;
+  4. a placed thread that changes role is moved after its record is rewritten: the daemon
+     killed (strace injects SIGKILL into its next sched_setaffinity, so the record is
+     written and the set never made) leaves the thread on its old set, and --restore still
+     gives it its original.
+Needs root in the initial namespaces, 2 online CPUs and strace (Debian's, in the test
+dependencies): skips (77) and says which otherwise.
 Usage: affinity-record-order-live.py NPU_TUNED THREADS_TARGET"""
 import copy
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -111,4 +118,45 @@ with tempfile.TemporaryDirectory(dir="/var/tmp") as tmp:
     if os.path.exists(path) or r.returncode != 0:
         fail(f"a torn record from an earlier boot was not discarded (rc {r.returncode}): {r.stdout}{r.stderr}")
     print("ok: a torn record from an earlier boot is discarded, one from this boot kept")
+# 4. Killed between the record of a move and the move itself.
+strace = shutil.which("strace")
+if not strace:
+    print("SKIP: strace is not installed (tools/install-deps.sh --test installs it)")
+    sys.exit(77)
+with tempfile.TemporaryDirectory(dir="/var/tmp") as tmp:
+    run = livetest.Run(npu_tuned, target_bin, policy, tmp)
+    tracer = None
+    try:
+        run.start_daemon()
+        pid = run.start_target(late=False, mover=True)
+        placed = livetest.wait_placed(pid, 6, control_cpu, compute_cpu)
+        mover = [t for t, (comm, _) in placed.items() if comm == "work-mover"][0]
+        # SIGKILL in place of the daemon's next sched_setaffinity: the one that moves the mover.
+        tracer = subprocess.Popen([strace, "-qq", "-f", "-p", str(run.daemon.pid), "-e", "trace=sched_setaffinity",
+                                   "-e", "inject=sched_setaffinity:error=EPERM:signal=SIGKILL:when=1"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 10
+        while livetest.tracer_of(run.daemon.pid) != tracer.pid:
+            if time.monotonic() > deadline or tracer.poll() is not None:
+                fail(f"strace did not attach to the daemon: {tracer.stderr.read() if tracer.poll() is not None else ''}")
+            time.sleep(0.01)
+        os.kill(pid, signal.SIGUSR1)  # work-mover renames itself ctl-moved: control now
+        try:
+            run.daemon.wait(10)
+        except subprocess.TimeoutExpired:
+            fail("the daemon was not killed at its sched_setaffinity for the renamed thread")
+        run.daemon = None
+        comm, now = affinities(pid)[mover]
+        if comm != "ctl-moved" or now != {compute_cpu}:
+            fail(f"the kill did not land between the record and the move: thread {mover} ({comm}) has {sorted(now)}")
+        run.restore()
+        for tid, (comm, a) in affinities(pid).items():
+            if a != original:
+                fail(f"killed between a move's record and its set, then --restore: thread {tid} ({comm}) has {sorted(a)}")
+        print("ok: killed between a move's record and its set, then --restore: every thread back on its original")
+    finally:
+        if tracer:
+            tracer.kill()
+            tracer.wait()
+        run.close()
 print("affinity-record-order-live: all passed")

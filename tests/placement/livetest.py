@@ -56,6 +56,15 @@ def threads(pid):
     return out
 
 
+def tracer_of(pid):
+    """The pid of the process ptracing pid (0: none), as its status says."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("TracerPid:"):
+                return int(line.split()[1])
+    return 0
+
+
 def affinities(pid):
     return {tid: (comm, allowed(pid, tid)) for tid, comm in threads(pid).items()}
 
@@ -158,10 +167,12 @@ class Run:
         if r.returncode != 0:
             fail(f"npu-tuned --restore exited {r.returncode}: {open(self.log.name).read()}")
 
-    def start_target(self, late=True):
+    def start_target(self, late=True, mover=False):
         args = [self.target_bin, "--control", "2", "--compute", "2", "--timeout", "60"]
         if late:
             args += ["--late-ms", "500"]
+        if mover:
+            args += ["--move-on-usr1", "1"]
         self.target = subprocess.Popen(args, stdout=subprocess.PIPE)
         if not self.target.stdout.readline().startswith(b"ready"):
             fail("threads-target did not start")

@@ -12,6 +12,9 @@
  * can tell who bound it). Prints "bound" once all have. --tag N does nothing: policies
  * match it on the command line.
  *
+ * --move-on-usr1 1: one more thread, "work-mover", that renames itself "ctl-moved" when the
+ * process gets SIGUSR1 (so a test decides when a placed thread changes role).
+ *
  * Dependency-free (raw set_mempolicy syscall) so it runs in a busybox guest. */
 #include <errno.h>
 #include <pthread.h>
@@ -69,6 +72,33 @@ static void *idle(void *arg) {
         return NULL;
 }
 
+static void *mover(void *arg) {
+        sigset_t usr1;
+        int sig;
+
+        prctl(PR_SET_NAME, (unsigned long) "work-mover", 0, 0, 0);
+        sigemptyset(&usr1);
+        sigaddset(&usr1, SIGUSR1);
+        if (sigwait(&usr1, &sig) == 0)
+                prctl(PR_SET_NAME, (unsigned long) "ctl-moved", 0, 0, 0);
+        for (;;)
+                pause();
+        return NULL;
+}
+
+/* Every thread blocks SIGUSR1 (they inherit the main thread's mask), so only the mover's
+ * sigwait() takes it. */
+static int spawn_mover(void) {
+        sigset_t usr1;
+        pthread_t t;
+
+        sigemptyset(&usr1);
+        sigaddset(&usr1, SIGUSR1);
+        if (pthread_sigmask(SIG_BLOCK, &usr1, NULL) != 0)
+                return -EINVAL;
+        return -pthread_create(&t, NULL, mover, NULL);
+}
+
 static int spawn(const char *prefix, unsigned i) {
         char *name = malloc(16);
         pthread_t t;
@@ -102,7 +132,7 @@ static unsigned long arg_num(const char *s) {
 }
 
 int main(int argc, char **argv) {
-        unsigned long control = 2, compute = 2, mib = 0, late_ms = 0, timeout = 300;
+        unsigned long control = 2, compute = 2, mib = 0, late_ms = 0, timeout = 300, move_on_usr1 = 0;
         long node = -1;
         char *mem = NULL;
 
@@ -127,6 +157,8 @@ int main(int argc, char **argv) {
                         timeout = v;
                 else if (!strcmp(a, "--self-bind-ms"))
                         self_bind_ms = v;
+                else if (!strcmp(a, "--move-on-usr1"))
+                        move_on_usr1 = v;
                 else if (!strcmp(a, "--tag"))
                         ; /* only for policies to match on the command line */
                 else {
@@ -155,6 +187,8 @@ int main(int argc, char **argv) {
                 }
         }
         n_to_bind = (unsigned) (control + compute + 1);
+        if (move_on_usr1 && spawn_mover() < 0)
+                return 1;
         for (unsigned i = 0; i < control; i++)
                 if (spawn("ctl", i) < 0)
                         return 1;
