@@ -146,8 +146,10 @@ void watcher_resync(Watcher *w) {
                         continue;
                 }
                 if (e) {
-                        if (!streq(e->p.comm, st.comm))
-                                watcher_evaluate(w, e, &st, NULL, EVAL_SCAN);
+                        /* Events were lost, an EXEC among them perhaps, and the name can
+                         * be the new program's already (a FORK read after the exec took
+                         * it): evaluate every candidate again, not only renamed ones. */
+                        watcher_evaluate(w, e, &st, NULL, EVAL_SCAN);
                         continue;
                 }
                 /* A child of a known process inherits its parent's environment capture. */

@@ -374,6 +374,13 @@ static void test_fork_event_after_resync(void **state) {
         fork_event(t, 100, 110, 110);
         expect(t, "");
         assert_non_null(watcher_find(t->w, 110));
+        /* A FORK read after the child's exec made a candidate under the new program's
+         * name; the EXEC event was lost: the resync must match it all the same. */
+        put_process(t, 120, 1300, "vllm-child", "/usr/bin/python3");
+        fork_event(t, 100, 120, 120);
+        expect(t, "");
+        watcher_resync(t->w);
+        expect(t, "matched 120 vllm threads=1\n");
         /* A child with another start time under a known pid is a reuse, as before. */
         drop(t, 110, 0);
         put_process(t, 110, 1200, "vllm-worker", "/usr/bin/python3");
