@@ -664,17 +664,30 @@ static void test_placement_json(void **state) {
         tune_plan_done(&out);
 }
 
-/* Random arrivals and exits on the Atlas: the invariants hold after every step. */
+/* Random arrivals, exits and cpuset changes on the Atlas: the invariants hold after every
+ * step, and the placer's shortcut for a process whose plan is independent of the others'
+ * (planned alone, nobody else re-planned) leaves every plan as re-planning all of them
+ * would: a full re-plan right after changes none. */
 static void test_placer_random(void **state) {
         _cleanup_(tune_topology_freep) tune_topology *t = fake_atlas_800i_a2();
         _cleanup_(tune_placer_freep) tune_placer *p = NULL;
         tune_plan_params params = { .housekeeping_cpus_per_node = 2 };
-        tune_policy_rule rules[4] = { make_rule(2, 8, 0), make_rule(2, 0, 0), make_rule(0, 4, 8 * GIB_KIB), make_rule(6, 18, 0) };
+        tune_policy_rule rules[6] = { make_rule(2, 8, 0), make_rule(2, 0, 0), make_rule(0, 4, 8 * GIB_KIB), make_rule(6, 18, 0),
+                                      make_rule(1, 1, 0), make_rule(1, 1, 0) };
+        tune_plan_cpuset cpuset = {};
         tune_accel npus[8];
         uint64_t live[64];
-        unsigned n_live = 0, seed = 12345;
+        unsigned n_live = 0, seed = 12345, n_independent = 0;
         (void) state;
 
+        /* Independent: by-hand CPUs that other processes may share, and a rule that leaves
+         * processes without an accelerator alone. */
+        rules[4].accel_mode = TUNE_ACCEL_NONE;
+        rules[4].unattributed = TUNE_UNATTRIBUTED_PLACE;
+        assert_int_equal(tune_cpuset_parse_list(&rules[4].unattributed_cpus, "4-9"), 0);
+        rules[5].accel_mode = TUNE_ACCEL_NONE;
+        rules[5].unattributed = TUNE_UNATTRIBUTED_LEAVE;
+        assert_int_equal(tune_cpuset_parse_list(&cpuset.cpus, "0-47"), 0);
         for (int i = 0; i < 8; i++)
                 npus[i] = fake_accel("ascend", i, "0000:00:00.0", i == 7 ? -1 : i);
         assert_int_equal(tune_placer_new(t, &params, &p), 0);
@@ -686,8 +699,11 @@ static void test_placer_random(void **state) {
                         uint64_t key = 1000 + step;
                         unsigned na = 1 + (x >> 4) % 2, first = (x >> 6) % 8;
                         const tune_accel *two[2] = { &npus[first], &npus[(first + 3) % 8] };
-                        assert_int_equal(tune_placer_set(p, key, &rules[(x >> 9) % 4], two, na, &changed), 0);
+                        assert_int_equal(tune_placer_set(p, key, &rules[(x >> 9) % 6], two, na, &changed), 0);
                         live[n_live++] = key;
+                } else if (x % 7 == 0) {
+                        unsigned i = (x >> 4) % n_live;
+                        assert_true(tune_placer_set_cpuset(p, live[i], (x >> 8) % 2 ? &cpuset : NULL, &changed) >= 0);
                 } else {
                         unsigned i = (x >> 4) % n_live;
                         assert_int_equal(tune_placer_remove(p, live[i], &changed), 0);
@@ -697,10 +713,18 @@ static void test_placer_random(void **state) {
                 assert_int_equal(tune_placer_count(p), n_live);
 
                 tune_plan all[64];
-                for (unsigned i = 0; i < n_live; i++)
+                for (unsigned i = 0; i < n_live; i++) {
                         all[i] = *tune_placer_get(p, live[i]);
+                        n_independent += all[i].independent;
+                }
                 assert_invariants(t, &params, all, n_live);
+                assert_int_equal(tune_placer_set_topology(p, t, &changed), 0);
+                assert_int_equal(changed.n, 0);
         }
+        assert_true(n_independent > 0);
+        for (unsigned i = 4; i < 6; i++)
+                tune_cpuset_done(&rules[i].unattributed_cpus);
+        tune_plan_cpuset_done(&cpuset);
 }
 
 int main(void) {

@@ -93,6 +93,9 @@ typedef struct tune_plan {
         tune_cpuset mem_nodes;      /* where the memory goes; empty: leave it where it is */
         bool in_cpuset;             /* planned inside the process's cgroup cpuset */
         bool cpuset_far;            /* ... which has no CPU on its accelerators' nodes */
+        bool independent;           /* took no part in dealing node CPUs (its rule's
+                                     * unattributed_cpus, or not placed by its rule): its
+                                     * plan neither depends on nor changes any other's */
         char **reasons;             /* human-readable, in the order the decisions were made */
         unsigned n_reasons;
 } tune_plan;

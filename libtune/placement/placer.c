@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* The placer (see include/npu-tuned/plan.h): the stateful side of placement planning. It
  * keeps the managed processes in arrival order with their last plans, runs the planner
- * (tune_plan_compute(), plan.c) over all of them on every change, and says whose CPUs
- * changed so the daemon re-pins just those. */
+ * (tune_plan_compute(), plan.c) over all of them on every change that can move another
+ * (one to a process whose plan is independent of the others' is planned alone), and says
+ * whose CPUs changed so the daemon re-pins just those. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +96,18 @@ static bool placement_cpus_equal(const tune_plan *a, const tune_plan *b) {
         return true;
 }
 
+static tune_plan_request entry_request(const placer_entry *e) {
+        return (tune_plan_request) {
+                .key = e->key,
+                .claim = e->claim,
+                .rule = e->rule,
+                .accels = e->accel_ptrs,
+                .n_accels = e->n_accels,
+                .previous = e->placed ? &e->plan : NULL,
+                .cpuset = e->has_cpuset ? &e->cpuset : NULL,
+        };
+}
+
 /* Re-plan every entry; on success swap the new placements in and report the entries
  * (other than skip_key) whose CPUs changed. On failure nothing changes. */
 static int placer_replan(tune_placer *p, const tune_topology *t, uint64_t skip_key, bool skip, tune_keys *ret_changed) {
@@ -110,15 +123,7 @@ static int placer_replan(tune_placer *p, const tune_topology *t, uint64_t skip_k
                 return -ENOMEM;
         }
         for (unsigned i = 0; i < p->n; i++)
-                reqs[i] = (tune_plan_request) {
-                        .key = p->entries[i].key,
-                        .claim = p->entries[i].claim,
-                        .rule = p->entries[i].rule,
-                        .accels = p->entries[i].accel_ptrs,
-                        .n_accels = p->entries[i].n_accels,
-                        .previous = p->entries[i].placed ? &p->entries[i].plan : NULL,
-                        .cpuset = p->entries[i].has_cpuset ? &p->entries[i].cpuset : NULL,
-                };
+                reqs[i] = entry_request(&p->entries[i]);
         r = tune_plan_compute(t, &p->params, reqs, p->n, out);
         if (r < 0) {
                 free(out);
@@ -150,6 +155,43 @@ static int placer_replan(tune_placer *p, const tune_topology *t, uint64_t skip_k
                 *ret_changed = changed;
         } else
                 tune_keys_done(&changed);
+        return 0;
+}
+
+/* A change to e alone when its plan was and stays independent (plan.h): no other plan
+ * can change, so planning e by itself gives what placer_replan() would, without planning
+ * every managed process again (a burst of N processes would cost N^2 plans). 1: done, e
+ * planned; 0: not independent, re-plan all; nothing changed then. */
+static int placer_plan_alone(tune_placer *p, placer_entry *e) {
+        tune_plan_request req = entry_request(e);
+        tune_plan out = {};
+        int r;
+
+        if (e->placed && !e->plan.independent)
+                return 0;
+        r = tune_plan_compute(p->t, &p->params, &req, 1, &out);
+        if (r < 0)
+                return r;
+        if (!out.independent) {
+                tune_plan_done(&out);
+                return 0;
+        }
+        tune_plan_done(&e->plan);
+        e->plan = out;
+        e->placed = true;
+        return 1;
+}
+
+/* placer_plan_alone(), else placer_replan(); *ret_changed: the other entries whose CPUs
+ * changed (none when planned alone). */
+static int placer_plan_changed(tune_placer *p, placer_entry *e, tune_keys *ret_changed) {
+        int r = placer_plan_alone(p, e);
+        if (r < 0)
+                return r;
+        if (r == 0)
+                return placer_replan(p, p->t, e->key, true, ret_changed);
+        if (ret_changed)
+                tune_keys_done(ret_changed);
         return 0;
 }
 
@@ -212,7 +254,7 @@ int tune_placer_set_claim(tune_placer *p, uint64_t key, const tune_policy_rule *
                 fresh.has_cpuset = old.has_cpuset;
                 fresh.plan.memory_decided = false;
                 *e = fresh;
-                r = placer_replan(p, p->t, key, true, ret_changed);
+                r = placer_plan_changed(p, e, ret_changed);
                 if (r < 0) {
                         e->plan.memory_decided = old.plan.memory_decided;
                         fresh.plan = (tune_plan) {};
@@ -234,7 +276,7 @@ int tune_placer_set_claim(tune_placer *p, uint64_t key, const tune_policy_rule *
         }
         p->entries = a;
         p->entries[p->n++] = fresh;
-        r = placer_replan(p, p->t, key, true, ret_changed);
+        r = placer_plan_changed(p, &p->entries[p->n - 1], ret_changed);
         if (r < 0) {
                 entry_done(&p->entries[--p->n]);
                 return r;
@@ -273,7 +315,9 @@ int tune_placer_set_cpuset(tune_placer *p, uint64_t key, const tune_plan_cpuset 
                 if (!tune_cpuset_is_empty(&cpuset->mems) && !tune_cpuset_is_subset(&e->plan.mem_nodes, &cpuset->mems))
                         e->plan.memory_decided = false;
         }
-        r = placer_replan(p, p->t, 0, false, &changed);
+        r = placer_plan_alone(p, e);
+        if (r == 0)
+                r = placer_replan(p, p->t, 0, false, &changed);
         if (r < 0) {
                 tune_plan_cpuset_done(&e->cpuset);
                 e->cpuset = old;
@@ -303,6 +347,13 @@ int tune_placer_remove(tune_placer *p, uint64_t key, tune_keys *ret_changed) {
         removed = p->entries[i];
         memmove(&p->entries[i], &p->entries[i + 1], (p->n - i - 1) * sizeof(placer_entry));
         p->n--;
+        if (removed.placed && removed.plan.independent) {
+                /* It held no CPU any other plan was dealt around. */
+                entry_done(&removed);
+                if (ret_changed)
+                        tune_keys_done(ret_changed);
+                return 0;
+        }
         r = placer_replan(p, p->t, key, true, ret_changed);
         if (r < 0) {
                 /* Put it back where it was. */

@@ -48,6 +48,7 @@ int tune_plan_copy(tune_plan *dst, const tune_plan *src) {
                 .memory_decided = src->memory_decided,
                 .in_cpuset = src->in_cpuset,
                 .cpuset_far = src->cpuset_far,
+                .independent = src->independent,
         };
         int r = 0;
 
@@ -1138,6 +1139,9 @@ static int plan_all(plan_state *s) {
                 r = resolve_claim(s, &s->claims[k]);
                 if (r < 0)
                         return r;
+                /* Only exclusive claims take part in the deals below (claim_in_tier(),
+                 * n_homed): the others are planned from their own request alone. */
+                s->claims[k].out->independent = !s->claims[k].exclusive || s->claims[k].out->action != TUNE_PLAN_PLACE;
                 if (s->claims[k].exclusive && s->claims[k].out->action == TUNE_PLAN_PLACE)
                         for (unsigned i = 0; i < s->n_nodes; i++)
                                 if (s->claims[k].home[i])
