@@ -167,7 +167,7 @@ static int placer_plan_alone(tune_placer *p, placer_entry *e) {
         tune_plan out = {};
         int r;
 
-        if (e->placed && !e->plan.independent)
+        if ((e->placed && !e->plan.independent) || !tune_plan_request_may_be_independent(&req))
                 return 0;
         r = tune_plan_compute(p->t, &p->params, &req, 1, &out);
         if (r < 0)

@@ -1212,6 +1212,17 @@ static int plan_all(plan_state *s) {
         return 0;
 }
 
+bool tune_plan_request_may_be_independent(const tune_plan_request *req) {
+        const tune_policy_rule *rule = req->rule;
+
+        /* As resolve_claim() and resolve_unattributed() decide: only a process without
+         * accelerators whose rule leaves it, or places it on CPUs chosen by hand (or on
+         * nothing), is not dealt node CPUs. */
+        if (rule->accel_mode != TUNE_ACCEL_NONE && req->n_accels > 0)
+                return false;
+        return rule->unattributed == TUNE_UNATTRIBUTED_LEAVE || tune_cpuset_is_empty(&rule->unattributed_nodes);
+}
+
 int tune_plan_compute(const tune_topology *t, const tune_plan_params *params,
                       const tune_plan_request *reqs, unsigned n, tune_plan *ret) {
         plan_state s = {};
