@@ -182,13 +182,14 @@ static int refresh_cpuset(Placement *p, managed_process *mp, placed_process *pp)
  *   - the process has no record yet (its first pin);
  *   - the thread is in the record with an applied set that does not hold the new one, or
  *     another original (a re-plan);
- *   - the thread is not in the record and either gets a set the record does not list
- *     (tune_affinity_restore() only recognises threads missing from the record by an
- *     applied set), or has an original other than the process's (it had re-bound itself
- *     before we came: its own original would be lost).
- * So a placement of N threads in R roles writes about R times; threads born later (which
- * inherit a recorded set and get a recorded role set) write nothing. Exited threads stay
- * in the record until the next write (harmless: restore skips threads that are gone).
+ *   - the thread is not in the record and either gets a set outside every set the record
+ *     lists (the plan's role sets and the applied ones: tune_affinity_restore() recognises
+ *     threads missing from the record by them), or has an original other than the
+ *     process's (it had re-bound itself before we came: its own original would be lost).
+ * So a placement writes once, before the main thread's pin: every thread placed after
+ * gets one of the recorded role sets. A re-plan that changes them writes again, before
+ * the first thread moves. Exited threads stay in the record until the next write
+ * (harmless: restore skips threads that are gone).
  * A rule with restore_on_stop: false restores nothing, so nothing is written for it at
  * all (and a record left from when its rule said true is removed). The write is not
  * fsync'ed: see affinity-record.h for why that loses nothing on SIGKILL. */
@@ -198,13 +199,6 @@ static const tune_cpuset *record_process_original(const tune_affinity_originals 
         if (e)
                 return &e->original;
         return j->n > 0 ? &j->entries[0].original : NULL;
-}
-
-static bool record_has_applied(const tune_affinity_originals *j, const tune_cpuset *s) {
-        for (unsigned i = 0; i < j->n; i++)
-                if (tune_cpuset_equal(&j->entries[i].applied, s))
-                        return true;
-        return false;
 }
 
 static bool record_needs_write(const placed_process *pp, const tune_affinity_entry *live, const tune_cpuset *cpus) {
@@ -217,8 +211,29 @@ static bool record_needs_write(const placed_process *pp, const tune_affinity_ent
         if (rec)
                 return !tune_cpuset_is_subset(cpus, &rec->applied) || !tune_cpuset_equal(&rec->original, &live->original);
         process_original = record_process_original(&pp->record.originals);
-        return !record_has_applied(&pp->record.originals, cpus) || !process_original ||
+        return !tune_affinity_originals_cover(&pp->record.originals, cpus) || !process_original ||
                !tune_cpuset_equal(process_original, &live->original);
+}
+
+/* The plan's role sets, listed in the record so that threads placed after it on one of
+ * them need no write of their own. */
+static int record_set_plan_sets(const placed_process *pp, tune_affinity_originals *j) {
+        const tune_plan *pl = tune_placer_get(pp->owner->placer, pp->key);
+
+        if (!pl || pl->action != TUNE_PLAN_PLACE)
+                return 0;
+        for (unsigned i = 0; i < _TUNE_ROLE_MAX && j->n_sets < TUNE_AFFINITY_SETS_MAX; i++) {
+                bool dup = tune_cpuset_is_empty(&pl->role_cpus[i]);
+                for (unsigned k = 0; k < j->n_sets && !dup; k++)
+                        dup = tune_cpuset_equal(&j->sets[k], &pl->role_cpus[i]);
+                if (dup)
+                        continue;
+                int r = tune_cpuset_copy(&j->sets[j->n_sets], &pl->role_cpus[i]);
+                if (r < 0)
+                        return r;
+                j->n_sets++;
+        }
+        return 0;
 }
 
 static void record_remove(Placement *p, placed_process *pp);
@@ -252,6 +267,8 @@ static int record_before_set(placed_process *pp, pid_t tid, const tune_cpuset *c
                 e = (tune_affinity_entry *) tune_affinity_originals_find(&next.originals, tid);
                 r = tune_cpuset_or(&e->applied, cpus);
         }
+        if (r >= 0)
+                r = record_set_plan_sets(pp, &next.originals);
         if (r >= 0)
                 r = tune_affinity_record_save(p->state_dir, &next);
         if (r < 0) {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* The affinity record's text form and file: a round trip, every truncation and bad
- * contents refused (a record that does not parse restores nothing), the file's name. */
+/* The affinity record's text form and file: a round trip (the plan's sets included), every
+ * truncation and bad contents refused (a record that does not parse restores nothing), the file's name. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -30,6 +30,9 @@ static void make(tune_affinity_record *rec) {
         add_entry(&rec->originals, 1234, "0-63", "0");
         add_entry(&rec->originals, 1240, "0-63", "1-3");
         add_entry(&rec->originals, 1251, "4", "2,5");
+        assert_int_equal(tune_cpuset_parse_list(&rec->originals.sets[0], "0"), 0);
+        assert_int_equal(tune_cpuset_parse_list(&rec->originals.sets[1], "1-3,8"), 0);
+        rec->originals.n_sets = 2;
 }
 
 static void test_roundtrip(void **state) {
@@ -49,8 +52,12 @@ static void test_roundtrip(void **state) {
                 assert_true(tune_cpuset_equal(&back.originals.entries[i].original, &rec.originals.entries[i].original));
                 assert_true(tune_cpuset_equal(&back.originals.entries[i].applied, &rec.originals.entries[i].applied));
         }
+        assert_int_equal(back.originals.n_sets, 2);
+        for (unsigned i = 0; i < 2; i++)
+                assert_true(tune_cpuset_equal(&back.originals.sets[i], &rec.originals.sets[i]));
         assert_int_equal(tune_affinity_record_format(&back, &again), 0);
         assert_string_equal(text, again);
+        assert_non_null(strstr(text, ",\"sets\":[\"0\",\"1-3,8\"]}"));
 }
 
 /* The hand-made text is what json-c itself writes for the same object. */
@@ -121,6 +128,17 @@ static void test_bad_contents(void **state) {
                   -EBADMSG },
                 { "{\"version\":1,\"boot_id\":\"\",\"pid\":1,\"start_time\":5,\"restore_on_stop\":true,\"threads\":[]} x", -EBADMSG },
                 { "{\"version\":1,\"boot_id\":\"\",\"pid\":1,\"start_time\":5,\"restore_on_stop\":true,\"threads\":[]}\n", 0 },
+                /* sets: optional (earlier records have none), at most one per role, CPU lists */
+                { "{\"version\":1,\"boot_id\":\"\",\"pid\":1,\"start_time\":5,\"restore_on_stop\":true,\"threads\":[],"
+                  "\"sets\":[\"0\",\"1\",\"0-1\"]}", 0 },
+                { "{\"version\":1,\"boot_id\":\"\",\"pid\":1,\"start_time\":5,\"restore_on_stop\":true,\"threads\":[],"
+                  "\"sets\":[\"0\",\"1\",\"0-1\",\"2\"]}", -EBADMSG },
+                { "{\"version\":1,\"boot_id\":\"\",\"pid\":1,\"start_time\":5,\"restore_on_stop\":true,\"threads\":[],"
+                  "\"sets\":[1]}", -EBADMSG },
+                { "{\"version\":1,\"boot_id\":\"\",\"pid\":1,\"start_time\":5,\"restore_on_stop\":true,\"threads\":[],"
+                  "\"sets\":\"0\"}", -EBADMSG },
+                { "{\"version\":1,\"boot_id\":\"\",\"pid\":1,\"start_time\":5,\"restore_on_stop\":true,\"threads\":[],"
+                  "\"sets\":[\"x\"]}", -EBADMSG },
         };
 
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {

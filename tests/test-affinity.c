@@ -669,7 +669,8 @@ static int live_capable(void) {
 /* A record written before a move (daemon/placement.c) holds the union of the thread's old
  * and new sets, and the daemon may die before the set: restore recognises the thread on
  * its old set, and a thread born from it meanwhile (not in the record), by a mask inside a
- * recorded applied set; a mask outside every one stays the thread's own. */
+ * recorded applied set, and one placed after the write by a mask inside one of the plan's
+ * sets the record lists; a mask outside every one stays the thread's own. */
 static void test_fake_restore_from_union_record(void **state) {
         _cleanup_(tune_ctx_freep) tune_ctx *ctx = NULL;
         tune_affinity_originals j = {};
@@ -691,6 +692,11 @@ static void test_fake_restore_from_union_record(void **state) {
         assert_int_equal(tune_cpuset_parse_list(&k.masks[fake_index(&k, 103)], "0-1"), 0);
         fake_add_thread(&k, 300, "work-born", "2-7"); /* born from 102 meanwhile */
         fake_add_thread(&k, 301, "own", "8");         /* bound itself outside our sets */
+        /* A set of the plan the record lists, which no recorded thread has yet: 302 was
+         * placed on it after the record was written. */
+        assert_int_equal(tune_cpuset_parse_list(&j.sets[0], "9-10"), 0);
+        j.n_sets = 1;
+        fake_add_thread(&k, 302, "work-later", "9-10");
 
         st = (tune_affinity_stats) {};
         assert_int_equal(tune_affinity_restore(ctx, &b, &j, &st), 0);
@@ -698,6 +704,7 @@ static void test_fake_restore_from_union_record(void **state) {
         assert_fake_mask(&k, 103, "0-7");
         assert_fake_mask(&k, 300, "0-7");
         assert_fake_mask(&k, 301, "8");
+        assert_fake_mask(&k, 302, "0-7");
         assert_int_equal(st.skipped, 1);
         tune_affinity_originals_done(&j);
         fake_kernel_done(&k);

@@ -15,13 +15,15 @@
  * pin, on tmpfs (the default, /run) and on a disk filesystem alike:
  *
  *   {"version":1,"boot_id":"f0c6...","pid":1234,"start_time":98765,"restore_on_stop":true,
- *    "threads":[{"tid":1234,"original":"0-1","applied":"0"},...]}
+ *    "threads":[{"tid":1234,"original":"0-1","applied":"0"},...],"sets":["0","1","0-1"]}
  *
  * start_time is /proc/PID/stat field 22: with pid, the process's identity (a record never
- * applies to a process that merely reuses the pid). Threads as tune_affinity_originals
- * holds them; a thread missing from the record that has one of the applied sets inherited
- * it and gets the process's original (tune_affinity_restore()). A record that does not
- * parse is -EBADMSG, one from a newer version -EPROTONOSUPPORT. */
+ * applies to a process that merely reuses the pid). Threads and sets as
+ * tune_affinity_originals holds them; a thread missing from the record whose mask lies
+ * inside one of the sets or of the applied ones was placed by us after the write (or
+ * inherited our set) and gets the process's original (tune_affinity_restore()). "sets"
+ * may be absent (records of earlier builds). A record that does not parse is -EBADMSG,
+ * one from a newer version -EPROTONOSUPPORT. */
 
 #include <stdbool.h>
 #include <stddef.h>

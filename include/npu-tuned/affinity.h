@@ -39,6 +39,8 @@ typedef struct tune_affinity_backend {
 /* sched_getaffinity(2) / sched_setaffinity(2). */
 extern const tune_affinity_backend tune_affinity_backend_kernel;
 
+#define TUNE_AFFINITY_SETS_MAX 3 /* control, compute, the pool */
+
 typedef struct tune_affinity_entry {
         pid_t tid;
         tune_cpuset original; /* the affinity it had before we first changed it */
@@ -53,10 +55,22 @@ typedef struct tune_affinity_originals {
                                 * another process (the originals kept across a daemon restart) */
         tune_affinity_entry *entries;
         unsigned n;
+        /* The sets the process's plan hands its threads (its role sets), kept only in the
+         * affinity record: there a thread missing from entries whose mask lies inside one
+         * was placed after the record was written (a new thread, or one that inherited
+         * ours), so a placement writes its record once, not once per role. */
+        tune_cpuset sets[TUNE_AFFINITY_SETS_MAX];
+        unsigned n_sets;
 } tune_affinity_originals;
 
 void tune_affinity_originals_done(tune_affinity_originals *j);
 const tune_affinity_entry *tune_affinity_originals_find(const tune_affinity_originals *j, pid_t tid) _pure_;
+/* Whether s (not empty) lies inside one of j's sets or of the sets applied to one of its
+ * threads: a thread missing from a record has such a mask when it was placed after the
+ * record was written, or born after we placed its creator (it inherits the creator's);
+ * a record's entry may also hold the union of two sets (daemon/placement.c: written
+ * before a move). */
+bool tune_affinity_originals_cover(const tune_affinity_originals *j, const tune_cpuset *s) _pure_;
 /* The thread exited: drop its entry (no-op when unknown). */
 void tune_affinity_originals_forget(tune_affinity_originals *j, pid_t tid);
 

@@ -35,6 +35,10 @@ int tune_affinity_originals_copy(tune_affinity_originals *dst, const tune_affini
                 if (r >= 0)
                         r = tune_cpuset_copy(&j.entries[i].applied, &src->entries[i].applied);
         }
+        for (unsigned i = 0; i < src->n_sets && r >= 0; i++) {
+                j.n_sets++;
+                r = tune_cpuset_copy(&j.sets[i], &src->sets[i]);
+        }
         if (r < 0) {
                 tune_affinity_originals_done(&j);
                 return r;
@@ -146,6 +150,12 @@ int tune_affinity_record_format(const tune_affinity_record *rec, char **ret) {
                 put_set(&t, &e->applied);
                 put(&t, "}", 1);
         }
+        put_str(&t, "],\"sets\":[");
+        for (unsigned i = 0; i < rec->originals.n_sets; i++) {
+                if (i)
+                        put(&t, ",", 1);
+                put_set(&t, &rec->originals.sets[i]);
+        }
         put_str(&t, "]}\n");
         if (t.oom) {
                 free(t.buf);
@@ -235,6 +245,24 @@ static int parse_object(json_object *o, tune_affinity_record *rec) {
                         return r;
                 if (tune_cpuset_is_empty(&e->original))
                         return -EBADMSG; /* never restore a thread to no CPU */
+        }
+        /* Optional: records written before the sets were listed have none. */
+        json_object *sets;
+        if (json_object_object_get_ex(o, "sets", &sets)) {
+                if (!json_object_is_type(sets, json_type_array))
+                        return -EBADMSG;
+                n = json_object_array_length(sets);
+                if (n > TUNE_AFFINITY_SETS_MAX)
+                        return -EBADMSG;
+                for (size_t i = 0; i < n; i++) {
+                        json_object *set = json_object_array_get_idx(sets, i);
+                        if (!json_object_is_type(set, json_type_string))
+                                return -EBADMSG;
+                        rec->originals.n_sets++;
+                        r = tune_cpuset_parse_list(&rec->originals.sets[i], json_object_get_string(set));
+                        if (r < 0)
+                                return -EBADMSG;
+                }
         }
         if (rec->originals.n > 1)
                 qsort(rec->originals.entries, rec->originals.n, sizeof(tune_affinity_entry), cmp_entry);

@@ -92,6 +92,9 @@ void tune_affinity_originals_done(tune_affinity_originals *j) {
         j->entries = NULL;
         j->n = 0;
         j->pid = 0;
+        for (unsigned i = 0; i < j->n_sets; i++)
+                tune_cpuset_done(&j->sets[i]);
+        j->n_sets = 0;
 }
 
 /* Index of tid, or of where it would go. */
@@ -129,12 +132,12 @@ static const tune_cpuset *originals_process_original(const tune_affinity_origina
         return j->n > 0 ? &j->entries[0].original : NULL;
 }
 
-/* A mask inside one we applied to some thread: a thread missing from a record has one when
- * it was born after we placed its creator (it inherits the creator's), and a record's
- * entry may hold the union of two sets (daemon/placement.c: written before a move). */
-static bool originals_covers(const tune_affinity_originals *j, const tune_cpuset *s) {
+bool tune_affinity_originals_cover(const tune_affinity_originals *j, const tune_cpuset *s) {
         if (tune_cpuset_is_empty(s))
                 return false;
+        for (unsigned i = 0; i < j->n_sets; i++)
+                if (tune_cpuset_is_subset(s, &j->sets[i]))
+                        return true;
         for (unsigned i = 0; i < j->n; i++)
                 if (tune_cpuset_is_subset(s, &j->entries[i].applied))
                         return true;
@@ -585,7 +588,7 @@ int tune_affinity_restore(const tune_ctx *ctx, const tune_affinity_backend *back
                 }
                 if (e && !tune_cpuset_is_empty(&current) && tune_cpuset_is_subset(&current, &e->applied))
                         target = &e->original;
-                else if (!e && originals_covers(originals, &current))
+                else if (!e && tune_affinity_originals_cover(originals, &current))
                         target = process_original;
                 else {
                         /* It (or someone) re-bound it after us: theirs to keep. */

@@ -18,7 +18,9 @@ Asserted from the kernel and the state directory:
   4. a placed thread that changes role is moved after its record is rewritten: the daemon
      killed (strace injects SIGKILL into its next sched_setaffinity, so the record is
      written and the set never made) leaves the thread on its old set, and --restore still
-     gives it its original.
+     gives it its original;
+  5. a placement of 6 threads in 2 roles writes the record once (strace counts the
+     renames), and the record lists the plan's sets.
 Needs root in the initial namespaces, 2 online CPUs and strace (Debian's, in the test
 dependencies): skips (77) and says which otherwise.
 Usage: affinity-record-order-live.py NPU_TUNED THREADS_TARGET"""
@@ -154,6 +156,41 @@ with tempfile.TemporaryDirectory(dir="/var/tmp") as tmp:
             if a != original:
                 fail(f"killed between a move's record and its set, then --restore: thread {tid} ({comm}) has {sorted(a)}")
         print("ok: killed between a move's record and its set, then --restore: every thread back on its original")
+    finally:
+        if tracer:
+            tracer.kill()
+            tracer.wait()
+        run.close()
+# 5. One write per placement: the record lists the plan's role sets, so the threads placed
+# after the main thread (the burst, renames, a late one) need no write of their own.
+with tempfile.TemporaryDirectory(dir="/var/tmp") as tmp:
+    run = livetest.Run(npu_tuned, target_bin, policy, tmp)
+    tracer = None
+    try:
+        run.start_daemon()
+        trace = os.path.join(tmp, "renames")
+        tracer = subprocess.Popen([strace, "-qq", "-f", "-p", str(run.daemon.pid), "-o", trace,
+                                   "-e", "trace=rename,renameat,renameat2"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 10
+        while livetest.tracer_of(run.daemon.pid) != tracer.pid:
+            if time.monotonic() > deadline or tracer.poll() is not None:
+                fail("strace did not attach to the daemon")
+            time.sleep(0.01)
+        pid = run.start_target(late=True)
+        livetest.wait_placed(pid, 6, control_cpu, compute_cpu)
+        time.sleep(0.3)
+        tracer.terminate()
+        tracer.wait()
+        tracer = None
+        with open(trace) as f:
+            writes = [line for line in f if f'"affinity-{pid}.json"' in line and "= 0" in line]
+        if len(writes) != 1:
+            fail(f"placing 6 threads in 2 roles wrote the record {len(writes)} times, not once: {writes}")
+        with open(os.path.join(run.state_dir, f"affinity-{pid}.json")) as f:
+            rec = json.load(f)
+        if sorted(rec.get("sets", [])) != sorted({str(control_cpu), str(compute_cpu), want}):
+            fail(f"the record does not list the plan's sets: {rec}")
+        print("ok: 6 threads placed in 2 roles, the record written once, listing the plan's sets")
     finally:
         if tracer:
             tracer.kill()
