@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "npu-tuned/cgroup-cpuset.h"
 #include "process-cpuset.h"
@@ -28,13 +31,23 @@ static void safe_copy(char *dst, size_t size, const char *src) {
                 dst[i] = 0;
 }
 
-/* The cgroup mounts, read at most once a second: every managed process is read on every
- * reconcile tick, and reading /proc/self/mounts is half the cost of a lookup. The daemon
- * is single-threaded. */
+/* The cgroup mounts, read again only when the mount table changed: every managed process
+ * is read on its match and on every reconcile tick, and reading /proc/self/mounts is half
+ * the cost of a lookup. The kernel says when the table changed: poll() on an open
+ * /proc/self/mounts reports POLLPRI once per change. Below a test root the file is a plain
+ * one, which never does: there it is read again at most once a second. The daemon is
+ * single-threaded. */
 #define MOUNTS_MAX_AGE_USEC (1000 * 1000ULL)
 static tune_cgroup_mounts mounts_cache;
 static const tune_ctx *mounts_ctx;
 static uint64_t mounts_read_usec;
+static int mounts_fd = -1;
+
+static bool mounts_changed(void) {
+        struct pollfd pfd = { .fd = mounts_fd, .events = POLLPRI };
+
+        return poll(&pfd, 1, 0) != 0; /* a change, or an error: read them again */
+}
 
 static int read_mounts(const tune_ctx *ctx) {
         struct timespec ts;
@@ -43,11 +56,24 @@ static int read_mounts(const tune_ctx *ctx) {
 
         clock_gettime(CLOCK_MONOTONIC, &ts);
         now = (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
-        if (mounts_ctx == ctx && mounts_read_usec && now - mounts_read_usec < MOUNTS_MAX_AGE_USEC)
-                return 0;
+        if (mounts_ctx == ctx && mounts_read_usec) {
+                if (mounts_fd >= 0 ? !mounts_changed() : now - mounts_read_usec < MOUNTS_MAX_AGE_USEC)
+                        return 0;
+        }
+        if (mounts_ctx != ctx && mounts_fd >= 0) {
+                close(mounts_fd);
+                mounts_fd = -1;
+        }
+        if (mounts_fd < 0 && tune_ctx_is_live(ctx)) {
+                mounts_fd = tune_open(ctx, "/proc/self/mounts", O_RDONLY | O_CLOEXEC, 0);
+                if (mounts_fd >= 0)
+                        (void) mounts_changed(); /* take the pending report: the read below is current */
+        }
         r = tune_cgroup_mounts_read(ctx, &mounts_cache);
-        if (r < 0)
+        if (r < 0) {
+                mounts_read_usec = 0;
                 return r;
+        }
         mounts_ctx = ctx;
         mounts_read_usec = now;
         return 0;
