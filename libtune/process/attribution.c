@@ -105,7 +105,9 @@ int tune_env_capture_parse(const char *buf, size_t len, bool truncated, const ch
                 if (elen - nlen - 1 > TUNE_ENV_VALUE_MAX)
                         continue;
                 for (unsigned i = 0; i < n_names; i++) {
-                        if (strlen(names[i]) != nlen || memcmp(names[i], s, nlen) != 0)
+                        /* The first byte rules out nearly every name before any scan
+                         * (strncmp stops at the end of the shorter name). */
+                        if (names[i][0] != s[0] || strncmp(names[i], s, nlen) != 0 || names[i][nlen] != 0)
                                 continue;
                         if (tune_env_capture_get(&e, names[i]))
                                 break; /* the first occurrence wins */
