@@ -212,8 +212,11 @@ int tune_cgroup_cpuset_read_at(const tune_ctx *ctx, const tune_cgroup_mounts *m,
         } else
                 return r == -ENOENT ? -ESRCH : r;
 
+        /* A controller is bound to one hierarchy at a time: with a v1 cpuset mount (a
+         * hybrid host), the v2 one has no cpuset files to look for (a failed open per
+         * lookup, on every match and reconcile tick). */
         r = -ENOENT;
-        if (v2 && m->v2_dir) {
+        if (v2 && m->v2_dir && !m->v1_cpuset_dir) {
                 r = read_hierarchy(ctx, m->v2_dir, v2, "cpuset.cpus.effective", "cpuset.mems.effective", &c);
                 if (r >= 0) {
                         c.version = 2;
