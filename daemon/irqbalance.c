@@ -163,7 +163,7 @@ int irqbalance_cooperate(const tune_ctx *ctx, const unsigned *irqs, unsigned n, 
 }
 
 Irqbalance *irqbalance_release(Irqbalance *b) {
-        _cleanup_free_ char *ban = NULL;
+        _cleanup_free_ char *ban = NULL, *ban_cpus = NULL;
         int pid = 0, r;
 
         if (!b)
@@ -173,10 +173,13 @@ Irqbalance *irqbalance_release(Irqbalance *b) {
                 r = tune_irqbalance_format_ban_irqs(b->original.banned_irqs, b->original.n_banned_irqs, NULL, 0, &ban);
                 if (r >= 0)
                         r = command(b->pid, ban, NULL, NULL);
-                /* Its own CPU ban (IRQBALANCE_BANNED_CPULIST, isolated, nohz_full) comes back
-                 * with NULL; a ban another client set over the socket does not. */
+                /* The CPU ban it had, whoever set it: its own (IRQBALANCE_BANNED_CPULIST,
+                 * isolated, nohz_full) or another client over the socket, which "settings
+                 * cpus NULL" would drop. None had: NULL, its own configuration. */
                 if (r >= 0)
-                        r = command(b->pid, "settings cpus NULL", NULL, NULL);
+                        r = tune_irqbalance_format_ban_cpus(&b->original.banned_cpus, &ban_cpus);
+                if (r >= 0)
+                        r = command(b->pid, ban_cpus, NULL, NULL);
                 if (r < 0)
                         log_warning_errno(r, "Failed to give irqbalance (pid %d) its settings back: %m; restart it.", b->pid);
                 else

@@ -11,7 +11,8 @@ irqbalance's own answer to "setup" on its socket:
     inference CPU banned);
   - after irqbalance rescans and rebalances (SIGHUP, then 3 of its intervals) every steered
     IRQ is still where npu-tuned put it and no balanced IRQ is on the inference CPU;
-  - npu-tuned stops: irqbalance's banned IRQs and CPUs are what they were before.
+  - npu-tuned stops: irqbalance's banned IRQs and CPUs are what they were before, a CPU
+    ban another client of the socket had set included.
 Every IRQ affinity is saved first and written back at the end. Needs root, 2 CPUs,
 irqbalance, and a PCI device with writable MSI IRQs: skips (77) and says which otherwise.
 Usage: irqbalance-live.py NPU_TUNED"""
@@ -93,8 +94,8 @@ def restore_irqs():
             pass
 
 
-def setup(pid):
-    """irqbalance's own view: (banned IRQs, banned CPUs)."""
+def ask(pid, text):
+    """Send one command to irqbalance's socket, as root; its reply."""
     names = [f"/run/irqbalance/irqbalance{pid}.sock".encode(), b"\0irqbalance%d.sock" % pid, b"\0" * 108]
     for name in names:
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -103,16 +104,21 @@ def setup(pid):
         except OSError:
             s.close()
             continue
-        s.sendmsg([b"setup"], [(socket.SOL_SOCKET, socket.SCM_CREDENTIALS, struct.pack("iII", os.getpid(), 0, 0))])
+        s.sendmsg([text.encode()], [(socket.SOL_SOCKET, socket.SCM_CREDENTIALS, struct.pack("iII", os.getpid(), 0, 0))])
         reply = b""
         while chunk := s.recv(4096):
             reply += chunk
         s.close()
-        words = reply.decode().split()
-        irqs = {int(words[i + 1]) for i, w in enumerate(words) if w == "IRQ"}
-        mask = int(words[words.index("BANNED") + 1].replace(",", ""), 16)
-        return irqs, {c for c in range(64) if mask >> c & 1}
+        return reply
     fail("cannot reach irqbalance's socket")
+
+
+def setup(pid):
+    """irqbalance's own view: (banned IRQs, banned CPUs)."""
+    words = ask(pid, "setup").decode().split()
+    irqs = {int(words[i + 1]) for i, w in enumerate(words) if w == "IRQ"}
+    mask = int(words[words.index("BANNED") + 1].replace(",", ""), 16)
+    return irqs, {c for c in range(64) if mask >> c & 1}
 
 
 def affinity(irq):
@@ -141,8 +147,16 @@ with tempfile.TemporaryDirectory() as tmp:
         time.sleep(2.5)
         if ib.poll() is not None:
             skip(f"irqbalance exited ({ib.returncode}) on this machine")
-        before = setup(ib.pid)
-        print(f"irqbalance {ib.pid} before: banned IRQs {sorted(before[0])}, banned CPUs {sorted(before[1])}")
+        # Another client of the socket bans the inference CPU first: npu-tuned must give
+        # that ban back on stop, not irqbalance's own configuration (which has none).
+        ask(ib.pid, f"settings cpus {inference}")
+        deadline = time.monotonic() + 5
+        while inference not in (before := setup(ib.pid))[1] and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if inference not in before[1]:
+            fail(f"irqbalance did not take another client's CPU ban: {before}")
+        print(f"irqbalance {ib.pid} before: banned IRQs {sorted(before[0])}, banned CPUs {sorted(before[1])} "
+              f"(CPU {inference} by another client)")
         # Control (measured, not asserted: it depends on irqbalance's load figures): the
         # same writes without telling irqbalance, then its rescan.
         balanced = [int(d.split("/")[-1]) for d in saved if d.split("/")[-1].isdigit() and writable(int(d.split("/")[-1]))]
@@ -189,7 +203,11 @@ with tempfile.TemporaryDirectory() as tmp:
         daemon.terminate()
         if daemon.wait(15) != 0:
             fail(f"daemon exit status {daemon.returncode}")
-        deadline = time.monotonic() + 5  # again, at its next rescan
+        # Settings take effect at irqbalance's rescan: before it, "setup" still shows the
+        # CPU ban npu-tuned had set, which here equals the one before (the inference CPU).
+        ib.send_signal(signal.SIGHUP)
+        time.sleep(2.5)
+        deadline = time.monotonic() + 5
         while (after := setup(ib.pid)) != before and time.monotonic() < deadline:
             time.sleep(0.2)
         if after != before:
