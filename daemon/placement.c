@@ -194,13 +194,6 @@ static int refresh_cpuset(Placement *p, managed_process *mp, placed_process *pp)
  * all (and a record left from when its rule said true is removed). The write is not
  * fsync'ed: see affinity-record.h for why that loses nothing on SIGKILL. */
 
-static const tune_cpuset *record_process_original(const tune_affinity_originals *j) {
-        const tune_affinity_entry *e = tune_affinity_originals_find(j, j->pid);
-        if (e)
-                return &e->original;
-        return j->n > 0 ? &j->entries[0].original : NULL;
-}
-
 static bool record_needs_write(const placed_process *pp, const tune_affinity_entry *live, const tune_cpuset *cpus) {
         const tune_affinity_entry *rec;
         const tune_cpuset *process_original;
@@ -210,7 +203,7 @@ static bool record_needs_write(const placed_process *pp, const tune_affinity_ent
         rec = tune_affinity_originals_find(&pp->record.originals, live->tid);
         if (rec)
                 return !tune_cpuset_is_subset(cpus, &rec->applied) || !tune_cpuset_equal(&rec->original, &live->original);
-        process_original = record_process_original(&pp->record.originals);
+        process_original = tune_affinity_originals_process_original(&pp->record.originals);
         return !tune_affinity_originals_cover(&pp->record.originals, cpus) || !process_original ||
                !tune_cpuset_equal(process_original, &live->original);
 }

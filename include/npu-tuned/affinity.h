@@ -65,6 +65,9 @@ typedef struct tune_affinity_originals {
 
 void tune_affinity_originals_done(tune_affinity_originals *j);
 const tune_affinity_entry *tune_affinity_originals_find(const tune_affinity_originals *j, pid_t tid) _pure_;
+/* The process's original: the main thread's, else the first recorded thread's; NULL
+ * when none is recorded. */
+const tune_cpuset *tune_affinity_originals_process_original(const tune_affinity_originals *j) _pure_;
 /* Whether s (not empty) lies inside one of j's sets or of the sets applied to one of its
  * threads: a thread missing from a record has such a mask when it was placed after the
  * record was written, or born after we placed its creator (it inherits the creator's);

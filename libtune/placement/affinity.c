@@ -124,8 +124,7 @@ void tune_affinity_originals_forget(tune_affinity_originals *j, pid_t tid) {
         j->n--;
 }
 
-/* The process's original: the main thread's, else the first recorded thread's. */
-static const tune_cpuset *originals_process_original(const tune_affinity_originals *j) {
+const tune_cpuset *tune_affinity_originals_process_original(const tune_affinity_originals *j) {
         const tune_affinity_entry *e = tune_affinity_originals_find(j, j->pid);
         if (e)
                 return &e->original;
@@ -160,7 +159,7 @@ static int originals_insert(tune_affinity_originals *j, pid_t tid, const tune_cp
 
         /* A thread born after we placed its creator carries our mask, not an original. */
         if (j->n > 0 && originals_is_applied_mask(j, current))
-                original = originals_process_original(j);
+                original = tune_affinity_originals_process_original(j);
         r = tune_cpuset_copy(&e.original, original);
         if (r < 0)
                 return r;
@@ -564,7 +563,7 @@ int tune_affinity_restore(const tune_ctx *ctx, const tune_affinity_backend *back
         r = originals_check_identity(ctx, originals);
         if (r < 0)
                 return r;
-        process_original = originals_process_original(originals);
+        process_original = tune_affinity_originals_process_original(originals);
         r = list_tasks(ctx, originals->pid, &tids, &n);
         if (r < 0)
                 return r;
