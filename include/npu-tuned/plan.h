@@ -147,11 +147,11 @@ typedef struct tune_plan_request {
  * zero-initialised plans; on success each is filled (the caller frees them with
  * tune_plan_done()), on failure none is. Returns 0 or -ENOMEM / -EINVAL (a request
  * without a rule). Refusals are not errors: they are plans with action REFUSE. */
+int tune_plan_compute(const tune_topology *t, const tune_plan_params *params,
+                      const tune_plan_request *reqs, unsigned n, tune_plan *ret);
 /* Whether req's plan can be independent (tune_plan.independent) at all: false means it is
  * certainly dealt node CPUs with the others, so planning it alone would be wasted. */
 bool tune_plan_request_may_be_independent(const tune_plan_request *req) _pure_;
-int tune_plan_compute(const tune_topology *t, const tune_plan_params *params,
-                      const tune_plan_request *reqs, unsigned n, tune_plan *ret);
 
 /* The CPUs on `node` that managed processes may get at all (usable minus housekeeping). */
 int tune_plan_available_cpus(const tune_topology *t, const tune_plan_params *params, int node, tune_cpuset *ret);
