@@ -125,6 +125,21 @@ strace = shutil.which("strace")
 if not strace:
     print("SKIP: strace is not installed (tools/install-deps.sh --test installs it)")
     sys.exit(77)
+
+
+def strace_attached(pid, *args):
+    """strace -f attached to pid with args, once it is (its TracerPid says so)."""
+    tracer = subprocess.Popen([strace, "-qq", "-f", "-p", str(pid), *args], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 10
+    while livetest.tracer_of(pid) != tracer.pid:
+        if time.monotonic() > deadline or tracer.poll() is not None:
+            tracer.kill()
+            fail(f"strace did not attach to pid {pid}: {tracer.stderr.read() if tracer.poll() is not None else ''}")
+        time.sleep(0.01)
+    return tracer
+
+
 with tempfile.TemporaryDirectory(dir="/var/tmp") as tmp:
     run = livetest.Run(npu_tuned, target_bin, policy, tmp)
     tracer = None
@@ -134,14 +149,8 @@ with tempfile.TemporaryDirectory(dir="/var/tmp") as tmp:
         placed = livetest.wait_placed(pid, 6, control_cpu, compute_cpu)
         mover = [t for t, (comm, _) in placed.items() if comm == "work-mover"][0]
         # SIGKILL in place of the daemon's next sched_setaffinity: the one that moves the mover.
-        tracer = subprocess.Popen([strace, "-qq", "-f", "-p", str(run.daemon.pid), "-e", "trace=sched_setaffinity",
-                                   "-e", "inject=sched_setaffinity:error=EPERM:signal=SIGKILL:when=1"],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 10
-        while livetest.tracer_of(run.daemon.pid) != tracer.pid:
-            if time.monotonic() > deadline or tracer.poll() is not None:
-                fail(f"strace did not attach to the daemon: {tracer.stderr.read() if tracer.poll() is not None else ''}")
-            time.sleep(0.01)
+        tracer = strace_attached(run.daemon.pid, "-e", "trace=sched_setaffinity",
+                                 "-e", "inject=sched_setaffinity:error=EPERM:signal=SIGKILL:when=1")
         os.kill(pid, signal.SIGUSR1)  # work-mover renames itself ctl-moved: control now
         try:
             run.daemon.wait(10)
@@ -169,13 +178,7 @@ with tempfile.TemporaryDirectory(dir="/var/tmp") as tmp:
     try:
         run.start_daemon()
         trace = os.path.join(tmp, "renames")
-        tracer = subprocess.Popen([strace, "-qq", "-f", "-p", str(run.daemon.pid), "-o", trace,
-                                   "-e", "trace=rename,renameat,renameat2"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 10
-        while livetest.tracer_of(run.daemon.pid) != tracer.pid:
-            if time.monotonic() > deadline or tracer.poll() is not None:
-                fail("strace did not attach to the daemon")
-            time.sleep(0.01)
+        tracer = strace_attached(run.daemon.pid, "-o", trace, "-e", "trace=rename,renameat,renameat2")
         pid = run.start_target(late=True)
         livetest.wait_placed(pid, 6, control_cpu, compute_cpu)
         time.sleep(0.3)
