@@ -47,7 +47,9 @@ int manager_new(const daemon_options *o, Manager **ret) {
                 r = manager_bus_new(m, &m->bus);
         if (r < 0)
                 return log_oom();
-        r = sd_event_default(&m->event);
+        /* A loop of our own, not sd_event_default(): the default loop checks its thread with
+         * a gettid() system call on every iteration, one more per process event. */
+        r = sd_event_new(&m->event);
         if (r < 0)
                 return log_error_errno(r, "Failed to allocate event loop: %m");
         r = tune_ctx_new(o->root, &m->ctx);
