@@ -362,12 +362,22 @@ static void apply_process(Placement *p, managed_process *mp) {
         }
         tune_thread_target target = { .plan = pl, .rule = mp->rule };
         pp->restore_on_stop = mp->rule->restore_on_stop;
-        r = tune_affinity_apply(p->ctx, &pp->backend, mp->pid, tune_thread_target_choose, &target, &pp->originals, &stats);
+        /* The watcher's thread list, not a listing of our own: it listed them when it took
+         * the process on, and every thread started since has its FORK event queued, which
+         * places it (on_thread_new). */
+        _cleanup_free_ tune_affinity_known *known = calloc(mp->n_threads ? mp->n_threads : 1, sizeof *known);
+        if (!known) {
+                log_oom();
+                return;
+        }
+        for (unsigned i = 0; i < mp->n_threads; i++)
+                known[i] = (tune_affinity_known){ .tid = mp->threads[i].tid,
+                                                  .comm = mp->threads[i].comm[0] ? mp->threads[i].comm : NULL };
+        r = tune_affinity_apply_known(p->ctx, &pp->backend, mp->pid, known, mp->n_threads, tune_thread_target_choose,
+                                      &target, &pp->originals, &stats);
         if (r == -ESRCH)
                 return; /* gone: its exit event follows */
-        if (r == -EAGAIN)
-                log_notice("pid %d keeps creating threads; the rest are placed on their fork events.", mp->pid);
-        else if (r < 0)
+        if (r < 0)
                 log_warning_errno(r, "Failed to set the CPU affinity of %u of the %u threads of pid %d, ignoring: %m",
                                   stats.failed, stats.seen, mp->pid);
         log_debug("pid %d: %u thread(s), %u pinned, %u already right, %u gone, %u walk(s).", mp->pid, stats.seen,

@@ -281,6 +281,60 @@ static void test_fake_thread_born_mid_walk(void **state) {
         fake_kernel_done(&k);
 }
 
+/* Over the caller's list: the main thread first, then the listed ones in their order, a
+ * name given by the caller reaching the chooser unread, no listing of /proc/PID/task (a
+ * thread the list leaves out is left alone: its FORK event places it), a listed thread
+ * that is gone counted; the process gone is -ESRCH. */
+static void test_fake_apply_known(void **state) {
+        _cleanup_(tune_ctx_freep) tune_ctx *ctx = NULL;
+        tune_affinity_originals j = {};
+        tune_affinity_stats st = {};
+        tune_affinity_backend b;
+        fake_kernel k;
+        (void) state;
+
+        fake_kernel_init(&k, &b);
+        assert_int_equal(tune_ctx_new(k.root, &ctx), 0);
+        /* 103 ("work-1" in /proc) is left out; 101 is "ctl-a" in /proc but the caller
+         * says it is "work-x" (a COMM event it just had); 555 is not there at all. */
+        tune_affinity_known known[] = {
+                { .tid = 102, .comm = NULL },
+                { .tid = 101, .comm = "work-x" },
+                { .tid = 555, .comm = "work-y" },
+                { .tid = 100, .comm = "python3" },
+        };
+        assert_int_equal(tune_affinity_apply_known(ctx, &b, 100, known, ELEMENTSOF(known), fake_choose, NULL, &j, &st),
+                         0);
+        assert_int_equal(st.seen, 4);
+        assert_int_equal(st.set, 3);
+        assert_int_equal(st.vanished, 1);
+        assert_int_equal(st.rounds, 1);
+        assert_fake_mask(&k, 100, "0-1");
+        assert_fake_mask(&k, 101, "2-7"); /* by the name given */
+        assert_fake_mask(&k, 102, "2-7"); /* by the name read */
+        assert_fake_mask(&k, 103, "0-7"); /* not listed: untouched */
+        assert_int_equal(j.n, 3);
+        assert_null(tune_affinity_originals_find(&j, 555));
+
+        /* A thread exits right after its set and a new one takes its tid: undone, as in a walk. */
+        k.reuse_on_set = 102;
+        assert_int_equal(tune_cpuset_parse_list(&k.masks[fake_index(&k, 102)], "0-7"), 0);
+        tune_affinity_originals_forget(&j, 102);
+        st = (tune_affinity_stats) {};
+        assert_int_equal(tune_affinity_apply_known(ctx, &b, 100, known, 1, fake_choose, NULL, &j, &st), 0);
+        assert_int_equal(st.undone, 1);
+        assert_fake_mask(&k, 102, "0-7");
+        assert_null(tune_affinity_originals_find(&j, 102));
+        tune_affinity_originals_done(&j);
+
+        /* The process gone (its main thread's directory is): -ESRCH, nothing set. */
+        unsigned sets = k.sets;
+        assert_int_equal(tune_affinity_apply_known(ctx, &b, 4242, NULL, 0, fake_choose, NULL, &j, &st), -ESRCH);
+        assert_int_equal(k.sets, sets);
+        tune_affinity_originals_done(&j);
+        fake_kernel_done(&k);
+}
+
 static void test_fake_vanishing_and_errors(void **state) {
         _cleanup_(tune_ctx_freep) tune_ctx *ctx = NULL;
         int r;
@@ -716,6 +770,7 @@ int main(int argc, char **argv) {
         const struct CMUnitTest fake[] = {
                 cmocka_unit_test(test_fake_thread_born_mid_walk),
                 cmocka_unit_test(test_fake_vanishing_and_errors),
+                cmocka_unit_test(test_fake_apply_known),
                 cmocka_unit_test(test_fake_restore_from_union_record),
         };
         const struct CMUnitTest live[] = {

@@ -10,8 +10,8 @@
  * creator's old mask and would otherwise be missed. Threads and processes that vanish
  * meanwhile (ESRCH, task directory gone) are counted, not errors.
  *
- * The daemon calls tune_affinity_apply() when it places a process and when a re-plan
- * changed its CPUs, tune_affinity_apply_thread() on a FORK (new thread) or COMM (rename)
+ * The daemon calls tune_affinity_apply_known() (over the threads its watcher knows) when it
+ * places a process and when a re-plan changed its CPUs, tune_affinity_apply_thread() on a FORK (new thread) or COMM (rename)
  * event, tune_affinity_originals_forget() on a thread's EXIT, tune_affinity_check() on
  * reconcile (did the process re-bind itself?), and tune_affinity_restore() on stop.
  *
@@ -107,6 +107,20 @@ typedef int (*tune_affinity_choose_fn)(pid_t pid, pid_t tid, tune_thread_name *n
 int tune_affinity_apply(const tune_ctx *ctx, const tune_affinity_backend *backend, pid_t pid,
                         tune_affinity_choose_fn choose, void *userdata,
                         tune_affinity_originals *originals, tune_affinity_stats *stats);
+/* A thread the caller knows of: its tid, and its name if known (else NULL). */
+typedef struct tune_affinity_known {
+        pid_t tid;
+        const char *comm;
+} tune_affinity_known;
+/* tune_affinity_apply() over the caller's list of pid's threads, without a listing of
+ * its own: for a caller that has just listed them and learns of every later thread by its
+ * FORK event (the daemon's watcher), so that no walk is needed to catch the threads
+ * created meanwhile. The main thread first, then the others in the order given. -ESRCH
+ * when the process is gone (its main thread's directory is); a listed thread that is gone
+ * is counted as vanished. */
+int tune_affinity_apply_known(const tune_ctx *ctx, const tune_affinity_backend *backend, pid_t pid,
+                              const tune_affinity_known *threads, size_t n_threads, tune_affinity_choose_fn choose,
+                              void *userdata, tune_affinity_originals *originals, tune_affinity_stats *stats);
 /* One thread (FORK or COMM event). comm: its name when the caller has just learnt it (a
  * COMM event carries it), handed to the chooser without a read; NULL: read if asked.
  * -ESRCH when tid is not (or no longer) a thread of pid. */

@@ -357,7 +357,7 @@ static int handle_thread(const tune_ctx *ctx, const tune_affinity_backend *b, pi
 
 /* handle_thread() for a thread found in a listing (or the main thread): one that is gone
  * by now is counted, not an error. */
-static int walk_thread(const tune_ctx *ctx, const tune_affinity_backend *b, pid_t pid, pid_t tid,
+static int walk_thread(const tune_ctx *ctx, const tune_affinity_backend *b, pid_t pid, pid_t tid, const char *comm,
                        tune_affinity_choose_fn choose, void *userdata, tune_affinity_originals *j,
                        tune_affinity_stats *st) {
         _cleanup_close_ int dirfd = open_thread_dir(ctx, pid, tid);
@@ -372,7 +372,7 @@ static int walk_thread(const tune_ctx *ctx, const tune_affinity_backend *b, pid_
                 st->failed++;
                 return dirfd;
         }
-        return handle_thread(ctx, b, pid, tid, dirfd, NULL, choose, userdata, j, st);
+        return handle_thread(ctx, b, pid, tid, dirfd, comm, choose, userdata, j, st);
 }
 
 static bool sorted_has(const pid_t *a, unsigned n, pid_t x) {
@@ -411,6 +411,15 @@ static int originals_claim(tune_affinity_originals *j, pid_t pid) {
         return 0;
 }
 
+/* What every apply does first: the originals are pid's, and a backend is picked. */
+static int apply_prepare(const tune_ctx *ctx, const tune_affinity_backend **backend, pid_t pid,
+                         tune_affinity_originals *originals) {
+        int r = originals_claim(originals, pid);
+        if (r < 0)
+                return r;
+        return pick_backend(ctx, backend);
+}
+
 int tune_affinity_apply(const tune_ctx *ctx, const tune_affinity_backend *backend, pid_t pid,
                         tune_affinity_choose_fn choose, void *userdata,
                         tune_affinity_originals *originals, tune_affinity_stats *stats) {
@@ -421,10 +430,7 @@ int tune_affinity_apply(const tune_ctx *ctx, const tune_affinity_backend *backen
 
         if (!choose || !originals)
                 return -EINVAL;
-        r = originals_claim(originals, pid);
-        if (r < 0)
-                return r;
-        r = pick_backend(ctx, &backend);
+        r = apply_prepare(ctx, &backend, pid, originals);
         if (r < 0)
                 return r;
         if (!stats)
@@ -435,7 +441,7 @@ int tune_affinity_apply(const tune_ctx *ctx, const tune_affinity_backend *backen
         if (!done)
                 return -ENOMEM;
         done[n_done++] = pid;
-        r = walk_thread(ctx, backend, pid, pid, choose, userdata, originals, stats);
+        r = walk_thread(ctx, backend, pid, pid, NULL, choose, userdata, originals, stats);
         if (r == -ENOMEM)
                 return r;
         if (r < 0)
@@ -456,7 +462,7 @@ int tune_affinity_apply(const tune_ctx *ctx, const tune_affinity_backend *backen
                         if (sorted_has(done, n_done, tids[i]))
                                 continue;
                         n_new++;
-                        r = walk_thread(ctx, backend, pid, tids[i], choose, userdata, originals, stats);
+                        r = walk_thread(ctx, backend, pid, tids[i], NULL, choose, userdata, originals, stats);
                         if (r == -ENOMEM)
                                 return r;
                         if (r < 0 && first_error == 0)
@@ -486,6 +492,48 @@ int tune_affinity_apply(const tune_ctx *ctx, const tune_affinity_backend *backen
         return first_error;
 }
 
+int tune_affinity_apply_known(const tune_ctx *ctx, const tune_affinity_backend *backend, pid_t pid,
+                              const tune_affinity_known *threads, size_t n_threads, tune_affinity_choose_fn choose,
+                              void *userdata, tune_affinity_originals *originals, tune_affinity_stats *stats) {
+        tune_affinity_stats dummy = {};
+        const char *main_comm = NULL;
+        int first_error = 0, r;
+
+        if (!choose || !originals || (n_threads > 0 && !threads))
+                return -EINVAL;
+        r = apply_prepare(ctx, &backend, pid, originals);
+        if (r < 0)
+                return r;
+        if (!stats)
+                stats = &dummy;
+        stats->rounds++;
+        /* The main thread first, as tune_affinity_apply() does: gone, the process is. */
+        for (size_t i = 0; i < n_threads && !main_comm; i++)
+                if (threads[i].tid == pid)
+                        main_comm = threads[i].comm ? threads[i].comm : "";
+        unsigned vanished = stats->vanished;
+        r = walk_thread(ctx, backend, pid, pid, main_comm && *main_comm ? main_comm : NULL, choose, userdata, originals,
+                        stats);
+        if (r == -ENOMEM)
+                return r;
+        if (stats->vanished != vanished)
+                return -ESRCH;
+        if (r < 0)
+                first_error = r;
+        for (size_t i = 0; i < n_threads; i++) {
+                const tune_affinity_known *t = &threads[i];
+                if (t->tid == pid)
+                        continue;
+                r = walk_thread(ctx, backend, pid, t->tid, t->comm && *t->comm ? t->comm : NULL, choose, userdata,
+                                originals, stats);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0 && first_error == 0)
+                        first_error = r;
+        }
+        return first_error;
+}
+
 int tune_affinity_apply_thread(const tune_ctx *ctx, const tune_affinity_backend *backend, pid_t pid, pid_t tid,
                                const char *comm, tune_affinity_choose_fn choose, void *userdata,
                                tune_affinity_originals *originals, tune_affinity_stats *stats) {
@@ -494,10 +542,7 @@ int tune_affinity_apply_thread(const tune_ctx *ctx, const tune_affinity_backend 
 
         if (!choose || !originals || tid <= 0)
                 return -EINVAL;
-        r = originals_claim(originals, pid);
-        if (r < 0)
-                return r;
-        r = pick_backend(ctx, &backend);
+        r = apply_prepare(ctx, &backend, pid, originals);
         if (r < 0)
                 return r;
         if (!stats)
