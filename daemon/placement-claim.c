@@ -17,7 +17,8 @@ int placement_set_process(tune_placer *placer, const tune_ctx *ctx, const tune_a
         int r;
 
         n = placement_resolve_accels(all, mp, accels, ELEMENTSOF(accels));
-        r = tune_proc_read_creds(ctx, mp->pid, &creds);
+        /* The status the match has just read, if this follows a match: not read twice. */
+        r = mp->status ? tune_parse_creds(mp->status, &creds) : tune_proc_read_creds(ctx, mp->pid, &creds);
         if (r < 0) {
                 /* Gone, or unreadable: nothing vouches for it. */
                 claim = (tune_claim) { .uid = mp->uid, .unverified = true };

@@ -24,6 +24,11 @@ void entry_drop_pidfd(Entry *e) {
         e->p.pidfd = -1;
 }
 
+void entry_drop_status(Entry *e) {
+        free(e->p.status);
+        e->p.status = NULL;
+}
+
 void entry_free(Entry *e) {
         if (!e)
                 return;
@@ -38,6 +43,7 @@ void entry_free(Entry *e) {
         entry_clear_threads(e);
         free(e->p.exe);
         free(e->p.cmdline);
+        entry_drop_status(e);
         tune_attribution_done(&e->p.attribution);
         tune_env_capture_done(&e->p.env);
         free(e);

@@ -3,27 +3,45 @@
  * exit) means for the processes it knows. */
 #include <errno.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "watcher-decide.h"
 #include "watcher-internal.h"
 
+static void drop_exec_pidfd(Watcher *w) {
+        if (w->exec_pidfd >= 0)
+                close(w->exec_pidfd);
+        w->exec_pidfd = -1;
+}
+
 static void handle_exec(Watcher *w, pid_t pid) {
         Entry *e = registry_get(w->registry, pid);
         tune_proc_facts f;
         tune_proc_stat st;
-        bool retitle = false;
+        bool retitle = false, matched = false;
 
         if (!watcher_have_rules(w))
                 return; /* (an entry with no rules left does not outlive watcher_reload()) */
         /* The rules' own criteria first, cheapest fact first, before anything else is read:
          * almost every exec on a host fails here on its executable, with one readlink. */
         tune_proc_facts_init(&f, w->ctx, pid, NULL);
-        if (!e && !tune_policy_match(w->policy, &f, &retitle) && !retitle) {
+        matched = tune_policy_match(w->policy, &f, &retitle) != NULL;
+        if (!e && !matched && !retitle) {
                 tune_proc_facts_done(&f);
                 return;
         }
+        /* A process a rule takes on gets a pidfd: opened before the stat is read, it is
+         * verified by the process being alive after it (entry_manage()), where one opened
+         * after would need the stat read again. */
+        drop_exec_pidfd(w);
+        if (matched && (!e || !e->matched) && tune_ctx_is_live(w->ctx)) {
+                w->exec_pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
+                w->exec_pidfd_pid = pid;
+        }
         if (tune_proc_read_stat(w->ctx, pid, &st) < 0) {
+                drop_exec_pidfd(w);
                 tune_proc_facts_done(&f);
                 if (e)
                         entry_release(e, WATCHER_EXIT_EXITED);
@@ -35,6 +53,7 @@ static void handle_exec(Watcher *w, pid_t pid) {
         }
         /* comm was read from /proc/PID/comm if a rule asked for it; otherwise stat's. */
         watcher_evaluate_facts(w, e, &st, &f, EVAL_EXEC);
+        drop_exec_pidfd(w);
 }
 
 static void handle_fork(Watcher *w, pid_t parent_tgid, pid_t child_pid, pid_t child_tgid) {

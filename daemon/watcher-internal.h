@@ -73,6 +73,10 @@ struct Watcher {
         sd_event_source *resync_timer; /* a resync coalesced after overruns (watcher-reconcile.c) */
         uint64_t last_resync_usec;
         bool resync_pending;
+        /* A pidfd handle_exec() opened for the process it evaluates, before reading its
+         * stat, for entry_manage() to take (watcher-events.c); -1 when none. */
+        int exec_pidfd;
+        pid_t exec_pidfd_pid;
 };
 
 static inline uint64_t watcher_now_usec(Watcher *w) {
@@ -93,6 +97,9 @@ static inline int watcher_cmp_pid(const void *a, const void *b) {
 /* Entries: one per process the watcher knows, and whether it still lives (pidfd, or start time) (watcher-entry.c). */
 void entry_clear_threads(Entry *e);
 void entry_drop_pidfd(Entry *e);
+/* The status text of the match (managed_process.status) is kept for the callback that
+ * follows it only. */
+void entry_drop_status(Entry *e);
 void entry_free(Entry *e);
 /* uid: whose process it is (the per-user budget). for_match: a rule matches it, so it may
  * evict a mere candidate when the table is full, and is not held to the user's budget. */

@@ -3,6 +3,7 @@
  * captured at exec, its accelerators attributed, and on re-evaluation what changed. */
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -168,6 +169,8 @@ static void entry_take_facts(Entry *e, tune_proc_facts *f) {
         e->p.cmdline = TAKE_PTR(f->cmdline);
         if (f->loaded & TUNE_FACT_UID)
                 e->p.uid = f->uid;
+        free(e->p.status);
+        e->p.status = TAKE_PTR(f->status);
         f->loaded &= ~(unsigned) (TUNE_FACT_EXE | TUNE_FACT_CMDLINE);
 }
 
@@ -186,15 +189,30 @@ static int entry_manage(Entry *e) {
                 w->warned_full = true;
                 return -ENOSPC;
         }
-        /* Below a test root the pid is not a real process's: no pidfd, start times only. */
-        fd = tune_ctx_is_live(w->ctx) ? (int) syscall(SYS_pidfd_open, e->p.pid, 0) : -EBADF;
-        /* The pidfd names whatever had this pid when it was opened: only if the start time
-         * still matches now is it our process (a live process keeps its pid). */
-        r = tune_proc_read_stat(w->ctx, e->p.pid, &st);
-        if (r < 0 || st.start_time != e->p.start_time) {
-                if (fd >= 0)
+        if (w->exec_pidfd >= 0 && w->exec_pidfd_pid == e->p.pid) {
+                /* Opened before the stat that gave e its start time (handle_exec()): if
+                 * the process it names is alive now, it held the pid all along, so that
+                 * stat was its. */
+                struct pollfd pfd = { .fd = w->exec_pidfd, .events = POLLIN };
+                fd = TAKE_FD(w->exec_pidfd);
+                r = poll(&pfd, 1, 0);
+                if (r < 0) /* cannot tell: the start time can */
+                        r = tune_proc_read_stat(w->ctx, e->p.pid, &st) < 0 || st.start_time != e->p.start_time;
+                if (r != 0) {
                         close(fd);
-                return -ESRCH;
+                        return -ESRCH;
+                }
+        } else {
+                /* Below a test root the pid is not a real process's: no pidfd, start times only. */
+                fd = tune_ctx_is_live(w->ctx) ? (int) syscall(SYS_pidfd_open, e->p.pid, 0) : -EBADF;
+                /* The pidfd names whatever had this pid when it was opened: only if the start
+                 * time still matches now is it our process (a live process keeps its pid). */
+                r = tune_proc_read_stat(w->ctx, e->p.pid, &st);
+                if (r < 0 || st.start_time != e->p.start_time) {
+                        if (fd >= 0)
+                                close(fd);
+                        return -ESRCH;
+                }
         }
         if (fd < 0 && tune_ctx_is_live(w->ctx))
                 log_debug_errno(errno, "pidfd_open(%d) failed, checking start times instead: %m", (int) e->p.pid);
@@ -287,6 +305,7 @@ void watcher_evaluate_facts(Watcher *w, Entry *e, const tune_proc_stat *st, tune
                 tune_attribution_done(&e->p.attribution);
                 e->p.attribution = a;
                 int r = entry_manage(e);
+                entry_drop_status(e);
                 if (r == -ENOSPC)
                         watcher_budget_queue_refused(w, e->p.pid, e->p.start_time);
                 if (r < 0) {
@@ -325,6 +344,7 @@ void watcher_evaluate_facts(Watcher *w, Entry *e, const tune_proc_stat *st, tune
                 if (w->ops.on_process_changed)
                         w->ops.on_process_changed(w, &e->p, changes, w->userdata);
         }
+        entry_drop_status(e);
 }
 
 void entry_device_check(Entry *e) {

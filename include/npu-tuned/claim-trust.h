@@ -27,21 +27,8 @@
 #include "npu-tuned/context.h"
 #include "npu-tuned/plan.h"
 #include "npu-tuned/policy.h"
+#include "npu-tuned/proc.h"
 
-#define TUNE_CREDS_GROUPS_MAX 256
-
-/* The credentials the kernel checks an open() against. */
-typedef struct tune_creds {
-        uid_t ruid, euid, fsuid;
-        gid_t fsgid;
-        gid_t groups[TUNE_CREDS_GROUPS_MAX];
-        unsigned n_groups;
-        bool groups_truncated; /* more groups than fit: those are not considered */
-} tune_creds;
-
-/* Pure: the Uid, Gid and Groups lines of /proc/PID/status. -EBADMSG when absent. */
-int tune_parse_creds(const char *text, tune_creds *ret);
-int tune_proc_read_creds(const tune_ctx *ctx, pid_t pid, tune_creds *ret);
 /* Whether c may open a file of st's owner and mode with the access in want (R_OK|W_OK),
  * by the classic permission bits (root always may). */
 bool tune_creds_may_open(const tune_creds *c, const struct stat *st, int want) _pure_;

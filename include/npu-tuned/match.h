@@ -35,6 +35,7 @@ struct tune_proc_facts {
         char *exe;
         char *cmdline;   /* NULs as spaces */
         uid_t uid;       /* real uid */
+        char *status;    /* the /proc/PID/status text uid was read from (NULL when given) */
         char *cgroup;    /* cgroup v2 path */
         /* Reads one missing fact into f (sets loaded or failed). NULL: facts are all given. */
         int (*load)(tune_proc_facts *f, tune_fact fact, void *userdata);

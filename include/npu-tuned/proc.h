@@ -43,6 +43,21 @@ typedef struct tune_proc_status {
 } tune_proc_status;
 int tune_parse_proc_status(const char *text, tune_proc_status *ret);
 
+#define TUNE_CREDS_GROUPS_MAX 256
+
+/* The credentials the kernel checks an open() against (include/npu-tuned/claim-trust.h
+ * checks them). */
+typedef struct tune_creds {
+        uid_t ruid, euid, fsuid;
+        gid_t fsgid;
+        gid_t groups[TUNE_CREDS_GROUPS_MAX];
+        unsigned n_groups;
+        bool groups_truncated; /* more groups than fit: those are not considered */
+} tune_creds;
+
+/* Pure: the Uid, Gid and Groups lines of /proc/PID/status. -EBADMSG when absent. */
+int tune_parse_creds(const char *text, tune_creds *ret);
+
 /* /proc/PID/cgroup: the cgroup v2 path (the "0::" line). -ENOENT when there is none
  * (cgroup v1 only). */
 int tune_parse_proc_cgroup(const char *text, char **ret);
@@ -64,6 +79,10 @@ void tune_escape(const char *s, char *buf, size_t size);
  * reads as -ENOENT or -ESRCH. */
 int tune_proc_read_stat(const tune_ctx *ctx, pid_t pid, tune_proc_stat *ret);
 int tune_proc_read_status(const tune_ctx *ctx, pid_t pid, tune_proc_status *ret);
+/* The text of /proc/PID/status (at most TUNE_STATUS_MAX bytes), for both parsers above
+ * from one read. */
+int tune_proc_read_status_text(const tune_ctx *ctx, pid_t pid, char **ret);
+int tune_proc_read_creds(const tune_ctx *ctx, pid_t pid, tune_creds *ret);
 /* tid 0: the process's (main thread's) comm. */
 int tune_proc_read_comm(const tune_ctx *ctx, pid_t pid, pid_t tid, char ret[static TUNE_COMM_MAX]);
 /* At most TUNE_CMDLINE_MAX bytes of it, joined (see tune_cmdline_join). */

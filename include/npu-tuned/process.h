@@ -33,6 +33,8 @@ typedef struct managed_process {
         char *exe;            /* may be NULL (unreadable) */
         char *cmdline;        /* NULs as spaces, bounded; may be NULL */
         uid_t uid;
+        char *status;         /* the /proc/PID/status text of that match (its credentials): only
+                               * during the callback that follows the match, NULL otherwise */
 
         const tune_policy_rule *rule; /* the matching rule (never NULL in a callback) */
         int rank;             /* from the rule's rank source; -1: none */

@@ -248,3 +248,74 @@ void tune_escape(const char *s, char *buf, size_t size) {
         }
         buf[o < size ? o : size - 1] = 0;
 }
+
+/* The value after "Key:" at the start of a line, or NULL. */
+static const char *status_field(const char *text, const char *key) {
+        size_t klen = strlen(key);
+
+        for (const char *line = text; line && *line;) {
+                if (strncmp(line, key, klen) == 0 && line[klen] == ':')
+                        return line + klen + 1;
+                line = strchr(line, '\n');
+                if (line)
+                        line++;
+        }
+        return NULL;
+}
+
+/* Up to n whitespace-separated ids of one line. Returns how many, or -EBADMSG. */
+static int parse_ids(const char *p, unsigned long *ids, unsigned n, bool *ret_truncated) {
+        unsigned got = 0;
+
+        *ret_truncated = false;
+        for (;;) {
+                char *end;
+                unsigned long v;
+
+                while (*p == ' ' || *p == '\t')
+                        p++;
+                if (*p == '\n' || *p == 0)
+                        return (int) got;
+                if (*p < '0' || *p > '9')
+                        return -EBADMSG;
+                errno = 0;
+                v = strtoul(p, &end, 10);
+                if (errno || v > UINT32_MAX - 1 || (*end != ' ' && *end != '\t' && *end != '\n' && *end != 0))
+                        return -EBADMSG;
+                if (got < n)
+                        ids[got++] = v;
+                else
+                        *ret_truncated = true;
+                p = end;
+        }
+}
+
+int tune_parse_creds(const char *text, tune_creds *ret) {
+        unsigned long uids[4], gids[4], groups[TUNE_CREDS_GROUPS_MAX];
+        const char *u, *g, *gr;
+        bool truncated;
+        int nu, ng, ngr = 0;
+
+        if (!text || !ret)
+                return -EINVAL;
+        u = status_field(text, "Uid");
+        g = status_field(text, "Gid");
+        gr = status_field(text, "Groups");
+        if (!u || !g)
+                return -EBADMSG;
+        nu = parse_ids(u, uids, 4, &truncated);
+        ng = parse_ids(g, gids, 4, &truncated);
+        if (nu != 4 || ng != 4)
+                return -EBADMSG;
+        *ret = (tune_creds) { .ruid = (uid_t) uids[0], .euid = (uid_t) uids[1], .fsuid = (uid_t) uids[3],
+                              .fsgid = (gid_t) gids[3] };
+        if (gr) {
+                ngr = parse_ids(gr, groups, TUNE_CREDS_GROUPS_MAX, &ret->groups_truncated);
+                if (ngr < 0)
+                        return ngr;
+        }
+        for (int i = 0; i < ngr; i++)
+                ret->groups[i] = (gid_t) groups[i];
+        ret->n_groups = (unsigned) ngr;
+        return 0;
+}

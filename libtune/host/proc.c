@@ -72,8 +72,7 @@ int tune_proc_read_stat(const tune_ctx *ctx, pid_t pid, tune_proc_stat *ret) {
         return tune_parse_proc_stat(text, ret);
 }
 
-int tune_proc_read_status(const tune_ctx *ctx, pid_t pid, tune_proc_status *ret) {
-        _cleanup_free_ char *text = NULL;
+int tune_proc_read_status_text(const tune_ctx *ctx, pid_t pid, char **ret) {
         char path[64];
         size_t len;
         int r;
@@ -81,10 +80,28 @@ int tune_proc_read_status(const tune_ctx *ctx, pid_t pid, tune_proc_status *ret)
         r = pid_path(path, sizeof path, pid, 0, "status");
         if (r < 0)
                 return r;
-        r = tune_read_prefix(ctx, path, TUNE_STATUS_MAX, &text, &len, NULL);
+        /* Bounded: status is a few KiB; Groups can be long, and what is cut is not used. */
+        return tune_read_prefix(ctx, path, TUNE_STATUS_MAX, ret, &len, NULL);
+}
+
+int tune_proc_read_status(const tune_ctx *ctx, pid_t pid, tune_proc_status *ret) {
+        _cleanup_free_ char *text = NULL;
+        int r;
+
+        r = tune_proc_read_status_text(ctx, pid, &text);
         if (r < 0)
                 return r;
         return tune_parse_proc_status(text, ret);
+}
+
+int tune_proc_read_creds(const tune_ctx *ctx, pid_t pid, tune_creds *ret) {
+        _cleanup_free_ char *text = NULL;
+        int r;
+
+        r = tune_proc_read_status_text(ctx, pid, &text);
+        if (r < 0)
+                return r;
+        return tune_parse_creds(text, ret);
 }
 
 int tune_proc_read_comm(const tune_ctx *ctx, pid_t pid, pid_t tid, char ret[static TUNE_COMM_MAX]) {

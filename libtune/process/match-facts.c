@@ -29,7 +29,12 @@ int tune_proc_facts_load_from_proc(tune_proc_facts *f, tune_fact fact, void *use
                 r = tune_proc_read_cmdline(ctx, f->pid, &f->cmdline);
                 break;
         case TUNE_FACT_UID:
-                r = tune_proc_read_status(ctx, f->pid, &status);
+                /* The text is kept: the claim's credentials come from the same read. */
+                free(f->status);
+                f->status = NULL;
+                r = tune_proc_read_status_text(ctx, f->pid, &f->status);
+                if (r >= 0)
+                        r = tune_parse_proc_status(f->status, &status);
                 if (r >= 0)
                         f->uid = status.ruid;
                 break;

@@ -15,7 +15,8 @@ void tune_proc_facts_done(tune_proc_facts *f) {
         free(f->exe);
         free(f->cmdline);
         free(f->cgroup);
-        f->exe = f->cmdline = f->cgroup = NULL;
+        free(f->status);
+        f->exe = f->cmdline = f->cgroup = f->status = NULL;
         f->loaded = f->failed = 0;
 }
 

@@ -20,7 +20,8 @@ Asserted from the kernel and the state directory:
      written and the set never made) leaves the thread on its old set, and --restore still
      gives it its original;
   5. a placement of 6 threads in 2 roles writes the record once (strace counts the
-     renames), and the record lists the plan's sets.
+     renames), and the record lists the plan's sets; the process's stat, status and
+     thread list are each read once (strace counts the opens).
 Needs root in the initial namespaces, 2 online CPUs and strace (Debian's, in the test
 dependencies): skips (77) and says which otherwise.
 Usage: affinity-record-order-live.py NPU_TUNED THREADS_TARGET"""
@@ -178,7 +179,7 @@ with tempfile.TemporaryDirectory(dir="/var/tmp") as tmp:
     try:
         run.start_daemon()
         trace = os.path.join(tmp, "renames")
-        tracer = strace_attached(run.daemon.pid, "-o", trace, "-e", "trace=rename,renameat,renameat2")
+        tracer = strace_attached(run.daemon.pid, "-o", trace, "-e", "trace=rename,renameat,renameat2,openat")
         pid = run.start_target(late=True)
         livetest.wait_placed(pid, 6, control_cpu, compute_cpu)
         time.sleep(0.3)
@@ -187,13 +188,23 @@ with tempfile.TemporaryDirectory(dir="/var/tmp") as tmp:
         tracer = None
         with open(trace) as f:
             writes = [line for line in f if f'"affinity-{pid}.json"' in line and "= 0" in line]
+            f.seek(0)
+            opens = [line for line in f if "openat(" in line]
         if len(writes) != 1:
             fail(f"placing 6 threads in 2 roles wrote the record {len(writes)} times, not once: {writes}")
+        # What the match and the placement read of the process, once each: its stat (the
+        # pidfd is opened before it, so it needs no second read), its status (the match's
+        # uid and the claim's credentials), and its thread list (the placement takes the
+        # watcher's; every later thread comes by its FORK event).
+        for what in ("stat", "status", "task"):
+            reads = [line for line in opens if f'"proc/{pid}/{what}"' in line]
+            if len(reads) != 1:
+                fail(f"the daemon opened /proc/{pid}/{what} {len(reads)} times, not once: {reads}")
         with open(os.path.join(run.state_dir, f"affinity-{pid}.json")) as f:
             rec = json.load(f)
         if sorted(rec.get("sets", [])) != sorted({str(control_cpu), str(compute_cpu), want}):
             fail(f"the record does not list the plan's sets: {rec}")
-        print("ok: 6 threads placed in 2 roles, the record written once, listing the plan's sets")
+        print("ok: 6 threads placed in 2 roles, the record written once, listing the plan's sets; stat, status and task read once")
     finally:
         if tracer:
             tracer.kill()
