@@ -72,6 +72,7 @@ Entry *entry_new(Watcher *w, pid_t pid, uint64_t start_time, pid_t ppid, uid_t u
         e->p.uid = uid;
         e->budget_uid = uid;
         e->p.attribution.rank = -1;
+        e->overruns_at_start = w->stats.overruns;
         if (watcher_budget_add(w, uid) < 0) {
                 free(e);
                 return NULL;

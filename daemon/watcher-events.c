@@ -89,8 +89,13 @@ static void handle_fork(Watcher *w, pid_t parent_tgid, pid_t child_pid, pid_t ch
 
         if (!parent)
                 return;
-        if (parent->matched ? !entry_alive(parent)
-                            : (tune_proc_read_stat(w->ctx, parent_tgid, &st) < 0 || st.start_time != parent->p.start_time)) {
+        /* The FORK proves that a process has the pid now; that it is the entry's, the
+         * pidfd of a managed one tells. For a candidate, if no event was lost since its
+         * start time was read, so does the stream: had that process exited, its EXIT
+         * (queued before this FORK) would have released the entry. Otherwise its stat
+         * is read again. */
+        bool vouched = !parent->matched && parent->overruns_at_start == w->stats.overruns;
+        if (!vouched && !entry_alive(parent)) {
                 /* A stale entry whose pid another process now has. */
                 entry_release(parent, WATCHER_EXIT_EXITED);
                 return;

@@ -37,6 +37,7 @@ typedef struct Entry {
         uint64_t next_reconcile_usec;
         uint64_t next_device_usec;    /* 0: no device-file check pending */
         unsigned device_backoff_ms;
+        uint64_t overruns_at_start;   /* w->stats.overruns when its start time was read */
 } Entry;
 
 /* Entries (candidates and managed) of one user (watcher-budget.c). */

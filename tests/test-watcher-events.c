@@ -544,6 +544,41 @@ static void test_renames_debounced(void **state) {
         expect(t, "matched 300 trainer threads=1\n");
 }
 
+/* A FORK by a candidate: while no event was lost, the event stream vouches that the
+ * candidate is still the process it was (its EXIT would have released it), and its stat is
+ * not read again; after an overrun it is, and a candidate whose pid another process now
+ * has is let go instead of handing its environment to that one's child. */
+static void test_fork_by_candidate(void **state) {
+        world *t = *state;
+        watcher_stats st;
+
+        put_process(t, 200, 2000, "python3", "/usr/bin/python3");
+        exec_event(t, 200);
+        watcher_get_stats(t->w, &st);
+        assert_int_equal(st.candidates, 1);
+        /* Its pid silently names another program now (this cannot happen without a lost
+         * EXIT: it shows that the stat is not read). */
+        put_process(t, 200, 9000, "bash", "/usr/bin/bash");
+        put_process(t, 201, 9100, "python3", "/usr/bin/python3");
+        fork_event(t, 200, 201, 201);
+        watcher_get_stats(t->w, &st);
+        assert_int_equal(st.candidates, 2); /* the child kept, for the environment it inherits */
+
+        /* Events are lost: from now on the candidate's start time is checked. */
+        watcher_on_lost(NULL, t->w);
+        put_process(t, 200, 2000, "python3", "/usr/bin/python3");
+        exec_event(t, 200); /* (the resync let the bash go; the python3 again) */
+        watcher_on_lost(NULL, t->w); /* coalesced: no resync now */
+        put_process(t, 200, 9500, "bash", "/usr/bin/bash");
+        put_process(t, 202, 9600, "python3", "/usr/bin/python3");
+        watcher_get_stats(t->w, &st);
+        unsigned before = st.candidates;
+        fork_event(t, 200, 202, 202);
+        watcher_get_stats(t->w, &st);
+        assert_int_equal(st.candidates, before - 1); /* 200 let go, 202 not taken */
+        expect(t, "");
+}
+
 /* Overruns (ENOBUFS) a user can cause as often as they like: the first resyncs at once,
  * the others are coalesced into one resync a second later, never one each. */
 static void test_overruns_coalesced(void **state) {
@@ -574,6 +609,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_retitle, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_rename_storm, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_exec_resyncs_threads, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_fork_by_candidate, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_overruns_coalesced, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_refused_match_retried, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_renames_debounced, setup, teardown),
