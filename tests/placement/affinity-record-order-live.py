@@ -21,8 +21,11 @@ Asserted from the kernel and the state directory:
      gives it its original;
   5. a placement of 6 threads in 2 roles writes the record once (strace counts the
      renames), and the record lists the plan's sets; the process's stat, status and
-     thread list are each read once (strace counts the opens).
-Needs root in the initial namespaces, 2 online CPUs and strace (Debian's, in the test
+     thread list are each read once (strace counts the opens);
+  6. the cgroup mount table is read for a placement only when the kernel says it changed
+     (strace counts the opens of /proc/self/mounts: the first placement, not the second,
+     once more after a tmpfs mount).
+Needs root in the initial namespaces (and mount(8)), 2 online CPUs and strace (Debian's, in the test
 dependencies): skips (77) and says which otherwise.
 Usage: affinity-record-order-live.py NPU_TUNED THREADS_TARGET"""
 import copy
@@ -209,5 +212,51 @@ with tempfile.TemporaryDirectory(dir="/var/tmp") as tmp:
         if tracer:
             tracer.kill()
             tracer.wait()
+        run.close()
+# 6. The cgroup mount table (daemon/process-cpuset.c) is read again only when the kernel
+# reports a change (POLLPRI on the open /proc/self/mounts): a second placement reads it not
+# at all, a placement after a mount reads it once more.
+with tempfile.TemporaryDirectory(dir="/var/tmp") as tmp:
+    run = livetest.Run(npu_tuned, target_bin, policy, tmp)
+    tracer = None
+    mnt = os.path.join(tmp, "mnt")
+    mounted = False
+    try:
+        run.start_daemon()
+        trace = os.path.join(tmp, "opens")
+        tracer = strace_attached(run.daemon.pid, "-o", trace, "-e", "trace=openat")
+
+        def mounts_reads():
+            with open(trace) as f:
+                return sum(1 for line in f if '"proc/self/mounts"' in line and "= -1" not in line)
+
+        def place_one():
+            pid = run.start_target(late=False)
+            livetest.wait_placed(pid, 5, control_cpu, compute_cpu)
+            run.target.kill()
+            run.target.wait()
+            run.target = None
+            time.sleep(0.2)  # its exit handled, and strace's output written
+            return mounts_reads()
+
+        first = place_one()
+        if first < 1:
+            fail("the first placement did not read /proc/self/mounts")
+        second = place_one()
+        if second != first:
+            fail(f"a placement with the mount table unchanged read /proc/self/mounts again ({first} -> {second} opens)")
+        os.mkdir(mnt)
+        subprocess.run(["mount", "-t", "tmpfs", "npu-tuned-test", mnt], check=True)
+        mounted = True
+        third = place_one()
+        if third != second + 1:
+            fail(f"the placement after a mount read /proc/self/mounts {third - second} times, not once")
+        print(f"ok: the mount table read for the first placement, not for the second, once after a mount ({first}, {second}, {third} opens)")
+    finally:
+        if tracer:
+            tracer.kill()
+            tracer.wait()
+        if mounted:
+            subprocess.run(["umount", mnt])
         run.close()
 print("affinity-record-order-live: all passed")
