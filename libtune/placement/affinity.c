@@ -508,9 +508,11 @@ int tune_affinity_apply_known(const tune_ctx *ctx, const tune_affinity_backend *
                 stats = &dummy;
         stats->rounds++;
         /* The main thread first, as tune_affinity_apply() does: gone, the process is. */
-        for (size_t i = 0; i < n_threads && !main_comm; i++)
-                if (threads[i].tid == pid)
-                        main_comm = threads[i].comm ? threads[i].comm : "";
+        for (size_t i = 0; i < n_threads; i++)
+                if (threads[i].tid == pid) {
+                        main_comm = threads[i].comm;
+                        break;
+                }
         unsigned vanished = stats->vanished;
         r = walk_thread(ctx, backend, pid, pid, main_comm && *main_comm ? main_comm : NULL, choose, userdata, originals,
                         stats);
