@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* The watcher's budgets (docs/trust.md, "Bounded work"): how many entries (candidates and
- * managed processes) each user may have, and room for a real match.
+ * managed processes) each user may have (root's matches aside), and room for a real match.
  *
  * Without them, one user's program that forks a few thousand sleepers (each a candidate:
  * it might retitle into a worker) filled the whole table and a real worker that started
@@ -119,23 +119,24 @@ void watcher_budget_room_freed(Watcher *w) {
         (void) sd_event_source_set_enabled(w->retry_source, SD_EVENT_ONESHOT);
 }
 
-/* Free one mere candidate, of the user with the most entries. -ENOSPC when there is none
- * (every entry is managed). O(entries): only when the table is full and a rule matched. */
-int watcher_budget_evict(Watcher *w) {
+/* Free one mere candidate: of_uid's, or (NULL) preferably one of the user with the most
+ * entries. -ENOSPC when there is none (every such entry is managed). O(entries): only when
+ * a table or a share is full and a rule matched. */
+int watcher_budget_evict(Watcher *w, const uid_t *of_uid) {
         _cleanup_free_ pid_t *pids = NULL;
-        uid_t heaviest = 0;
+        uid_t heaviest = of_uid ? *of_uid : 0;
         unsigned most = 0;
         size_t n = 0;
         Entry *victim = NULL;
 
-        for (unsigned i = 0; i < w->n_uid_counts; i++)
+        for (unsigned i = 0; i < w->n_uid_counts && !of_uid; i++)
                 if (w->uid_counts[i].entries > most) {
                         most = w->uid_counts[i].entries;
                         heaviest = w->uid_counts[i].uid;
                 }
         if (registry_pids(w->registry, &pids, &n) < 0)
                 return -ENOMEM;
-        for (int pass = 0; pass < 2 && !victim; pass++)
+        for (int pass = 0; pass < (of_uid ? 1 : 2) && !victim; pass++)
                 for (size_t i = 0; i < n; i++) {
                         Entry *e = registry_get(w->registry, pids[i]);
                         if (e && !e->matched && (pass == 1 || e->budget_uid == heaviest)) {
@@ -150,4 +151,19 @@ int watcher_budget_evict(Watcher *w) {
                   (unsigned) victim->budget_uid);
         entry_free(victim);
         return 0;
+}
+
+/* At most one warning a minute: a user who keeps starting processes must not flood the
+ * journal either. */
+#define REFUSED_WARN_GAP_USEC (60 * 1000 * 1000ULL)
+
+void watcher_budget_warn_refused(Watcher *w, uid_t uid, pid_t pid) {
+        uint64_t now = watcher_now_usec(w);
+
+        if (w->budget_warned_usec != 0 && now < w->budget_warned_usec + REFUSED_WARN_GAP_USEC)
+                return;
+        w->budget_warned_usec = now;
+        log_warning("User %u already has %u processes managed or watched, its share (max_managed_processes / 8): "
+                    "pid %d is not managed (skipped_budget counts these).",
+                    (unsigned) uid, watcher_budget_count(w, uid), (int) pid);
 }

@@ -52,11 +52,18 @@ void entry_free(Entry *e) {
 Entry *entry_new(Watcher *w, pid_t pid, uint64_t start_time, pid_t ppid, uid_t uid, bool for_match) {
         Entry *e;
 
-        if (!for_match && watcher_budget_count(w, uid) >= watcher_budget_per_uid(w)) {
+        /* A user's share of entries bounds its matches too (one user starting thousands of
+         * processes a rule takes must not fill the table against everyone else's): a
+         * match may take the place of one of its user's own candidates, not more. Root's
+         * matches are not counted against it: root needs no npu-tuned to take the host. */
+        if (watcher_budget_count(w, uid) >= watcher_budget_per_uid(w) &&
+            (!for_match || (uid != 0 && watcher_budget_evict(w, &uid) < 0))) {
                 w->stats.skipped_budget++;
+                if (for_match)
+                        watcher_budget_warn_refused(w, uid, pid);
                 return NULL;
         }
-        if (w->stats.candidates >= w->params.max_managed && (!for_match || watcher_budget_evict(w) < 0)) {
+        if (w->stats.candidates >= w->params.max_managed && (!for_match || watcher_budget_evict(w, NULL) < 0)) {
                 w->stats.skipped_full++;
                 return NULL;
         }

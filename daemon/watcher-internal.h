@@ -74,6 +74,7 @@ struct Watcher {
         sd_event_source *resync_timer; /* a resync coalesced after overruns (watcher-reconcile.c) */
         uint64_t last_resync_usec;
         bool resync_pending;
+        uint64_t budget_warned_usec; /* the last warning of a match refused for its user's share */
         /* A pidfd handle_exec() opened for the process it evaluates, before reading its
          * stat, for entry_manage() to take (watcher-events.c); -1 when none. */
         int exec_pidfd;
@@ -116,7 +117,8 @@ unsigned watcher_budget_per_uid(const Watcher *w);
 unsigned watcher_budget_count(Watcher *w, uid_t uid);
 int watcher_budget_add(Watcher *w, uid_t uid);
 void watcher_budget_remove(Watcher *w, uid_t uid);
-int watcher_budget_evict(Watcher *w);
+int watcher_budget_evict(Watcher *w, const uid_t *of_uid);
+void watcher_budget_warn_refused(Watcher *w, uid_t uid, pid_t pid);
 /* A match refused because max_managed processes are managed: re-evaluated (oldest first,
  * as many as there is room for) soon after a managed process goes. Bounded: the oldest
  * are dropped beyond WATCHER_REFUSED_MAX. */

@@ -83,7 +83,7 @@ typedef struct watcher_stats {
         uint64_t matched;      /* processes that were matched, in total */
         uint64_t exited;       /* on_process_exit calls */
         uint64_t skipped_full; /* matches dropped because max_managed was reached */
-        uint64_t skipped_budget; /* candidates not kept: their user has its share of entries */
+        uint64_t skipped_budget; /* candidates not kept, matches (not root's) not managed: their user has its share of entries */
         uint64_t evicted;      /* candidates dropped to make room for a process a rule matches */
         uint64_t retried;      /* refused matches evaluated again once room freed up */
         unsigned managed;      /* matched now */

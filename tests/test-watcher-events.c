@@ -579,6 +579,52 @@ static void test_fork_by_candidate(void **state) {
         expect(t, "");
 }
 
+/* One user's matches count against its share of entries (max_managed / 8, at least 64),
+ * as its candidates do: the 65th process of uid 1000 that a rule matches is not managed,
+ * unless one of that user's own candidates can make room; root's matches are not
+ * counted, and the table stays open to everyone else. */
+static void test_matches_per_user(void **state) {
+        world *t = *state;
+        watcher_stats st;
+        char want[64];
+
+        t->w->params.max_managed = 128; /* a share of 64 */
+        put_process(t, 4000, 40000, "python3", "/usr/bin/python3");
+        exec_event(t, 4000); /* a candidate of uid 1000: it may retitle into a trainer */
+        for (int i = 0; i < 63; i++) {
+                put_process(t, 4001 + i, 40001 + (uint64_t) i, "trainer", "/usr/bin/python3");
+                exec_event(t, 4001 + i);
+                snprintf(want, sizeof want, "matched %d trainer threads=1\n", 4001 + i);
+                expect(t, want);
+        }
+        /* The share is full (63 managed + 1 candidate): the next match evicts the candidate. */
+        put_process(t, 4064, 40064, "trainer", "/usr/bin/python3");
+        exec_event(t, 4064);
+        expect(t, "matched 4064 trainer threads=1\n");
+        watcher_get_stats(t->w, &st);
+        assert_int_equal(st.candidates, 0);
+        assert_int_equal(st.skipped_budget, 0);
+        /* Now nothing of this user's can make room. */
+        put_process(t, 4065, 40065, "trainer", "/usr/bin/python3");
+        exec_event(t, 4065);
+        expect(t, "");
+        assert_null(watcher_find(t->w, 4065));
+        watcher_get_stats(t->w, &st);
+        assert_int_equal(st.skipped_budget, 1);
+        assert_int_equal(st.managed, 64);
+        /* Root's trainer is managed all the same. */
+        put_process(t, 4066, 40066, "trainer", "/usr/bin/python3");
+        put(t, "proc/4066/status", "Name:\ttrainer\nTgid:\t4066\nPid:\t4066\nPPid:\t1\nUid:\t0\t0\t0\t0\n");
+        exec_event(t, 4066);
+        expect(t, "matched 4066 trainer threads=1\n");
+        /* One of the user's processes goes: its next one is managed again. */
+        drop(t, 4001, 0);
+        exit_event(t, 4001, 4001);
+        expect(t, "exit 4001 exited\n");
+        exec_event(t, 4065);
+        expect(t, "matched 4065 trainer threads=1\n");
+}
+
 /* Overruns (ENOBUFS) a user can cause as often as they like: the first resyncs at once,
  * the others are coalesced into one resync a second later, never one each. */
 static void test_overruns_coalesced(void **state) {
@@ -610,6 +656,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_rename_storm, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_exec_resyncs_threads, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_fork_by_candidate, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_matches_per_user, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_overruns_coalesced, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_refused_match_retried, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_renames_debounced, setup, teardown),
