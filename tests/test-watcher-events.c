@@ -617,7 +617,9 @@ static void test_matches_per_user(void **state) {
         put(t, "proc/4066/status", "Name:\ttrainer\nTgid:\t4066\nPid:\t4066\nPPid:\t1\nUid:\t0\t0\t0\t0\n");
         exec_event(t, 4066);
         expect(t, "matched 4066 trainer threads=1\n");
-        /* One of the user's processes goes: its next one is managed again. */
+        /* One of the user's processes goes: the refused one is taken at its next look (an
+         * exec, a rename, a resync). Refusals are not queued for a retry as those of a
+         * full table are: the user's own exits would make the daemon re-read them all. */
         drop(t, 4001, 0);
         exit_event(t, 4001, 4001);
         expect(t, "exit 4001 exited\n");
