@@ -249,18 +249,12 @@ void tune_escape(const char *s, char *buf, size_t size) {
         buf[o < size ? o : size - 1] = 0;
 }
 
-/* The value after "Key:" at the start of a line, or NULL. */
+/* The value of a status line (tune_find_key()), or NULL. */
 static const char *status_field(const char *text, const char *key) {
-        size_t klen = strlen(key);
+        const char *v;
+        size_t len;
 
-        for (const char *line = text; line && *line;) {
-                if (strncmp(line, key, klen) == 0 && line[klen] == ':')
-                        return line + klen + 1;
-                line = strchr(line, '\n');
-                if (line)
-                        line++;
-        }
-        return NULL;
+        return tune_find_key(text, key, &v, &len) >= 0 ? v : NULL;
 }
 
 /* Up to n whitespace-separated ids of one line. Returns how many, or -EBADMSG. */
