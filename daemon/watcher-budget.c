@@ -124,7 +124,7 @@ void watcher_budget_room_freed(Watcher *w) {
  * a table or a share is full and a rule matched. */
 int watcher_budget_evict(Watcher *w, const uid_t *of_uid) {
         _cleanup_free_ pid_t *pids = NULL;
-        uid_t heaviest = of_uid ? *of_uid : 0;
+        uid_t from = of_uid ? *of_uid : 0; /* whose candidate: of_uid's, else the heaviest user's */
         unsigned most = 0;
         size_t n = 0;
         Entry *victim = NULL;
@@ -132,14 +132,14 @@ int watcher_budget_evict(Watcher *w, const uid_t *of_uid) {
         for (unsigned i = 0; i < w->n_uid_counts && !of_uid; i++)
                 if (w->uid_counts[i].entries > most) {
                         most = w->uid_counts[i].entries;
-                        heaviest = w->uid_counts[i].uid;
+                        from = w->uid_counts[i].uid;
                 }
         if (registry_pids(w->registry, &pids, &n) < 0)
                 return -ENOMEM;
         for (int pass = 0; pass < (of_uid ? 1 : 2) && !victim; pass++)
                 for (size_t i = 0; i < n; i++) {
                         Entry *e = registry_get(w->registry, pids[i]);
-                        if (e && !e->matched && (pass == 1 || e->budget_uid == heaviest)) {
+                        if (e && !e->matched && (pass == 1 || e->budget_uid == from)) {
                                 victim = e;
                                 break;
                         }
