@@ -10,17 +10,12 @@
 #include "watcher-decide.h"
 #include "watcher-internal.h"
 
-static void drop_exec_pidfd(Watcher *w) {
-        if (w->exec_pidfd >= 0)
-                close(w->exec_pidfd);
-        w->exec_pidfd = -1;
-}
-
 static void handle_exec(Watcher *w, pid_t pid) {
         Entry *e = registry_get(w->registry, pid);
+        _cleanup_close_ int pidfd = -EBADF;
         tune_proc_facts f;
         tune_proc_stat st;
-        bool retitle = false, matched = false;
+        bool retitle = false, matched;
 
         if (!watcher_have_rules(w))
                 return; /* (an entry with no rules left does not outlive watcher_reload()) */
@@ -35,13 +30,9 @@ static void handle_exec(Watcher *w, pid_t pid) {
         /* A process a rule takes on gets a pidfd: opened before the stat is read, it is
          * verified by the process being alive after it (entry_manage()), where one opened
          * after would need the stat read again. */
-        drop_exec_pidfd(w);
-        if (matched && (!e || !e->matched) && tune_ctx_is_live(w->ctx)) {
-                w->exec_pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
-                w->exec_pidfd_pid = pid;
-        }
+        if (matched && (!e || !e->matched) && tune_ctx_is_live(w->ctx))
+                pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
         if (tune_proc_read_stat(w->ctx, pid, &st) < 0) {
-                drop_exec_pidfd(w);
                 tune_proc_facts_done(&f);
                 if (e)
                         entry_release(e, WATCHER_EXIT_EXITED);
@@ -52,8 +43,7 @@ static void handle_exec(Watcher *w, pid_t pid) {
                 e = NULL;
         }
         /* comm was read from /proc/PID/comm if a rule asked for it; otherwise stat's. */
-        watcher_evaluate_facts(w, e, &st, &f, EVAL_EXEC);
-        drop_exec_pidfd(w);
+        watcher_evaluate_facts(w, e, &st, &f, &pidfd, EVAL_EXEC);
 }
 
 static void handle_fork(Watcher *w, pid_t parent_tgid, pid_t child_pid, pid_t child_tgid) {

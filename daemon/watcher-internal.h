@@ -75,10 +75,6 @@ struct Watcher {
         uint64_t last_resync_usec;
         bool resync_pending;
         uint64_t budget_warned_usec; /* the last warning of a match refused for its user's share */
-        /* A pidfd handle_exec() opened for the process it evaluates, before reading its
-         * stat, for entry_manage() to take (watcher-events.c); -1 when none. */
-        int exec_pidfd;
-        pid_t exec_pidfd_pid;
 };
 
 static inline uint64_t watcher_now_usec(Watcher *w) {
@@ -141,7 +137,10 @@ int entry_threads_sync(Entry *e, bool emit);
 /* Matching, environment, attribution: a process against the rules, and what changed on re-evaluation (watcher-match.c). */
 void entry_device_check_schedule(Entry *e, uint64_t now);
 void watcher_evaluate(Watcher *w, Entry *e, const tune_proc_stat *st, const char *comm, eval_why why);
-void watcher_evaluate_facts(Watcher *w, Entry *e, const tune_proc_stat *st, tune_proc_facts *facts, eval_why why);
+/* pidfd: one opened for st->pid before st was read (handle_exec()), taken if the process
+ * is managed (*pidfd then -1), or NULL. */
+void watcher_evaluate_facts(Watcher *w, Entry *e, const tune_proc_stat *st, tune_proc_facts *facts, int *pidfd,
+                            eval_why why);
 void entry_device_check(Entry *e);
 
 /* Event dispatch: what each proc connector event means for the processes the watcher knows (watcher-events.c). */

@@ -40,7 +40,6 @@ int watcher_new(sd_event *e, const tune_ctx *ctx, const tune_accels *accels, con
         if (!w)
                 return -ENOMEM;
         w->event = sd_event_ref(e);
-        w->exec_pidfd = -1;
         w->ctx = ctx;
         w->accels = accels ? accels : &no_accels;
         w->policy = policy;

@@ -174,8 +174,9 @@ static void entry_take_facts(Entry *e, tune_proc_facts *f) {
         f->loaded &= ~(unsigned) (TUNE_FACT_EXE | TUNE_FACT_CMDLINE);
 }
 
-/* Become managed: pidfd (verified against the start time), threads, then the callback. */
-static int entry_manage(Entry *e) {
+/* Become managed: pidfd (verified against the start time), threads, then the callback.
+ * pidfd: as watcher_evaluate_facts() takes it. */
+static int entry_manage(Entry *e, int *pidfd) {
         Watcher *w = e->w;
         tune_proc_stat st;
         uint64_t now = watcher_now_usec(w);
@@ -189,12 +190,12 @@ static int entry_manage(Entry *e) {
                 w->warned_full = true;
                 return -ENOSPC;
         }
-        if (w->exec_pidfd >= 0 && w->exec_pidfd_pid == e->p.pid) {
+        if (pidfd && *pidfd >= 0) {
                 /* Opened before the stat that gave e its start time (handle_exec()): if
                  * the process it names is alive now, it held the pid all along, so that
                  * stat was its. */
-                struct pollfd pfd = { .fd = w->exec_pidfd, .events = POLLIN };
-                fd = TAKE_FD(w->exec_pidfd);
+                struct pollfd pfd = { .fd = *pidfd, .events = POLLIN };
+                fd = TAKE_FD(*pidfd);
                 r = poll(&pfd, 1, 0);
                 if (r < 0) /* cannot tell: the start time can */
                         r = tune_proc_read_stat(w->ctx, e->p.pid, &st) < 0 || st.start_time != e->p.start_time;
@@ -245,7 +246,8 @@ static int entry_manage(Entry *e) {
 
 /* watcher_evaluate() with the facts of st->pid already (partly) loaded, as an exec's
  * first look left them; takes *facts over. */
-void watcher_evaluate_facts(Watcher *w, Entry *e, const tune_proc_stat *st, tune_proc_facts *facts, eval_why why) {
+void watcher_evaluate_facts(Watcher *w, Entry *e, const tune_proc_stat *st, tune_proc_facts *facts, int *pidfd,
+                            eval_why why) {
         tune_proc_facts f = *facts;
         const tune_policy_rule *rule;
         watcher_match_action action;
@@ -304,7 +306,7 @@ void watcher_evaluate_facts(Watcher *w, Entry *e, const tune_proc_stat *st, tune
                         a = (tune_attribution){ .rank = e->p.rank };
                 tune_attribution_done(&e->p.attribution);
                 e->p.attribution = a;
-                int r = entry_manage(e);
+                int r = entry_manage(e, pidfd);
                 entry_drop_status(e);
                 if (r == -ENOSPC)
                         watcher_budget_queue_refused(w, e->p.pid, e->p.start_time);
@@ -371,5 +373,5 @@ void watcher_evaluate(Watcher *w, Entry *e, const tune_proc_stat *st, const char
         if (!watcher_have_rules(w))
                 return;
         tune_proc_facts_init(&f, w->ctx, st->pid, comm ? comm : st->comm);
-        watcher_evaluate_facts(w, e, st, &f, why);
+        watcher_evaluate_facts(w, e, st, &f, NULL, why);
 }
