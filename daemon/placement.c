@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "binding.h"
 #include "events.h"
@@ -11,6 +12,7 @@
 #include "npu-tuned/affinity-record.h"
 #include "npu-tuned/memmove.h"
 #include "npu-tuned/numa-maps.h"
+#include "npu-tuned/state-dir.h"
 #include "placement.h"
 #include "reaction-time.h"
 #include "process-cpuset.h"
@@ -27,6 +29,11 @@ struct Placement {
         const tune_ctx *ctx;
         tune_topology *topology;
         const char *state_dir;
+        /* The state directory, held open for the affinity records once a walk from "/"
+         * has accepted it (tune_state_dir_open()): a record is then one create and one
+         * write, its removal one unlink. < 0 until then, and again after a failed write,
+         * so that the next one walks anew (a directory removed meanwhile is recreated). */
+        int state_dfd;
         const tune_accels *accels; /* of the current policy load */
         bool dry_run;
         Watcher *watcher;
@@ -231,6 +238,25 @@ static int record_set_plan_sets(const placed_process *pp, tune_affinity_original
 
 static void record_remove(Placement *p, placed_process *pp);
 
+/* Write pp's record in the held state directory (first: its first record), walking to it
+ * anew once when the held one fails. */
+static int record_save(Placement *p, const tune_affinity_record *rec, bool first) {
+        int r = -EBADF;
+
+        for (unsigned attempt = 0; attempt < 2; attempt++) {
+                if (p->state_dfd < 0)
+                        p->state_dfd = tune_state_dir_open(p->state_dir, true);
+                if (p->state_dfd < 0)
+                        return p->state_dfd;
+                r = tune_affinity_record_save_at(p->state_dfd, rec, first);
+                if (r >= 0)
+                        return r;
+                close(p->state_dfd);
+                p->state_dfd = -EBADF;
+        }
+        return r;
+}
+
 /* Persist what thread tid of pp will have after sched_setaffinity(cpus): called by the
  * recording backend right before it. An error refuses the set (no unrecorded pin). */
 static int record_before_set(placed_process *pp, pid_t tid, const tune_cpuset *cpus) {
@@ -263,7 +289,7 @@ static int record_before_set(placed_process *pp, pid_t tid, const tune_cpuset *c
         if (r >= 0)
                 r = record_set_plan_sets(pp, &next.originals);
         if (r >= 0)
-                r = tune_affinity_record_save(p->state_dir, &next);
+                r = record_save(p, &next, !pp->recorded);
         if (r < 0) {
                 if (!p->record_error_logged)
                         log_warning_errno(r, "Failed to record the original CPU affinities of pid %d in %s: %m; its "
@@ -326,7 +352,8 @@ static void record_remove(Placement *p, placed_process *pp) {
 
         if (!pp->recorded)
                 return;
-        r = tune_affinity_record_delete(p->state_dir, pp->pid);
+        r = p->state_dfd >= 0 ? tune_affinity_record_delete_at(p->state_dfd, pp->pid)
+                              : tune_affinity_record_delete(p->state_dir, pp->pid);
         if (r < 0)
                 log_warning_errno(r, "Failed to remove the affinity record of pid %d from %s: %m", pp->pid,
                                   p->state_dir);
@@ -927,6 +954,7 @@ int placement_new(const placement_inputs *in, Placement **ret) {
         p->ctx = in->ctx;
         p->topology = in->topology;
         p->state_dir = in->state_dir;
+        p->state_dfd = -EBADF;
         p->accels = in->accels;
         p->dry_run = in->dry_run;
         p->bus = in->bus;
@@ -950,6 +978,8 @@ Placement *placement_free(Placement *p) {
         if (reaction_stats_format(&p->reactions, &reactions) >= 0)
                 log_debug("Reaction times (kernel event to the last CPU affinity set): %s.", reactions);
         tune_placer_free(p->placer);
+        if (p->state_dfd >= 0)
+                close(p->state_dfd);
         free(p->boot_id);
         free(p);
         return NULL;

@@ -41,6 +41,13 @@ static int restore_record(const tune_ctx *ctx, const char *state_dir, const char
         r = tune_affinity_record_load(state_dir, pid, &rec);
         if (r == -ENOENT)
                 return 0;
+        if (r == -ENODATA) {
+                /* A first record is written by one write() before the first pin: empty, the
+                 * daemon died before that write, so it pinned nothing. */
+                log_info("The affinity record of pid %d is empty: the daemon stopped before pinning it. "
+                         "Removing it.", pid);
+                return tune_affinity_record_delete(state_dir, pid);
+        }
         if (r == -EBADMSG && record_predates_boot(state_dir, pid)) {
                 /* Unsynced by design (affinity-record.h): a power loss may leave it torn,
                  * and it describes threads of an earlier boot anyway. */
@@ -81,6 +88,9 @@ int restore_affinity_records(const tune_ctx *ctx, const char *state_dir) {
         unsigned n = 0, failed = 0;
         int r;
 
+        r = tune_affinity_record_clear_temps(state_dir);
+        if (r < 0)
+                log_warning_errno(r, "Failed to remove the temp files of affinity records in %s: %m", state_dir);
         r = tune_affinity_record_list(state_dir, &pids, &n);
         if (r < 0)
                 return log_error_errno(r, "Failed to list the affinity records in %s: %m", state_dir);

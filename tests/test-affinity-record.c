@@ -1,18 +1,22 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* The affinity record's text form and file: a round trip (the plan's sets included), every
- * truncation and bad contents refused (a record that does not parse restores nothing), the file's name. */
+ * truncation and bad contents refused (a record that does not parse restores nothing), the file's name,
+ * and the file in a held directory (created whole, replaced whole, empty, temp files cleared). */
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
 #include <json.h>
 
 #include "npu-tuned/affinity-record.h"
+#include "npu-tuned/state-dir.h"
 
 static void add_entry(tune_affinity_originals *j, pid_t tid, const char *original, const char *applied) {
         j->entries = realloc(j->entries, (j->n + 1) * sizeof *j->entries);
@@ -197,6 +201,71 @@ static void test_file(void **state) {
         assert_int_equal(rmdir(dir), 0);
 }
 
+/* An empty file as the daemon creates its state: 0600. */
+static void touch(const char *path) {
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        assert_true(fd >= 0);
+        close(fd);
+}
+
+/* In a held directory: a first record is created under its own name (no temp file), a
+ * rewrite replaces it whole; an empty record (a death before its one write) is -ENODATA;
+ * the temp files of records go, other files and the records stay, and the listing that
+ * follows another in the same directory still sees every record. */
+static void test_file_at(void **state) {
+        _cleanup_(tune_affinity_record_done) tune_affinity_record rec = {}, back = {};
+        _cleanup_free_ pid_t *pids = NULL;
+        char dir[] = "/tmp/test-affinity-record-XXXXXX", sub[64], path[128];
+        _cleanup_close_ int dfd = -EBADF;
+        struct stat st;
+        unsigned n = 0;
+
+        assert_non_null(mkdtemp(dir));
+        snprintf(sub, sizeof sub, "%s/state", dir);
+        dfd = tune_state_dir_open(sub, true);
+        assert_true(dfd >= 0);
+        make(&rec);
+        assert_int_equal(tune_affinity_record_save_at(dfd, &rec, true), 0);
+        snprintf(path, sizeof path, "%s/affinity-1234.json.tmp", sub);
+        assert_int_equal(stat(path, &st), -1);
+        assert_int_equal(tune_affinity_record_load(sub, 1234, &back), 0);
+        assert_int_equal(back.originals.n, 3);
+        tune_affinity_record_done(&back);
+        /* A rewrite, and a "first" one that finds a record there: each replaces it whole. */
+        rec.originals.entries[0].tid = 1235;
+        assert_int_equal(tune_affinity_record_save_at(dfd, &rec, false), 0);
+        rec.originals.entries[1].tid = 1241;
+        assert_int_equal(tune_affinity_record_save_at(dfd, &rec, true), 0);
+        assert_int_equal(tune_affinity_record_load(sub, 1234, &back), 0);
+        assert_int_equal(back.originals.entries[0].tid, 1235);
+        assert_int_equal(back.originals.entries[1].tid, 1241);
+        tune_affinity_record_done(&back);
+        /* Empty: the daemon died between the create and the write. */
+        snprintf(path, sizeof path, "%s/affinity-88.json", sub);
+        touch(path);
+        assert_int_equal(tune_affinity_record_load(sub, 88, &back), -ENODATA);
+        /* Temp files: a record's goes, another file stays. */
+        snprintf(path, sizeof path, "%s/affinity-1234.json.tmp", sub);
+        touch(path);
+        snprintf(path, sizeof path, "%s/knobs.journal.tmp", sub);
+        touch(path);
+        assert_int_equal(tune_affinity_record_clear_temps(sub), 0);
+        snprintf(path, sizeof path, "%s/affinity-1234.json.tmp", sub);
+        assert_int_equal(stat(path, &st), -1);
+        snprintf(path, sizeof path, "%s/knobs.journal.tmp", sub);
+        assert_int_equal(stat(path, &st), 0);
+        assert_int_equal(unlink(path), 0);
+        assert_int_equal(tune_affinity_record_list(sub, &pids, &n), 0);
+        assert_int_equal(n, 2);
+        assert_int_equal(pids[0], 88);
+        assert_int_equal(pids[1], 1234);
+        assert_int_equal(tune_affinity_record_delete_at(dfd, 1234), 0);
+        assert_int_equal(tune_affinity_record_delete_at(dfd, 1234), 0);
+        assert_int_equal(tune_affinity_record_delete_at(dfd, 88), 0);
+        assert_int_equal(rmdir(sub), 0);
+        assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_roundtrip),
@@ -205,6 +274,7 @@ int main(void) {
                 cmocka_unit_test(test_bad_contents),
                 cmocka_unit_test(test_name),
                 cmocka_unit_test(test_file),
+                cmocka_unit_test(test_file_at),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

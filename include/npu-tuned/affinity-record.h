@@ -5,8 +5,9 @@
  * persisted in the state directory BEFORE npu-tuned changes them, like the knob journal,
  * so that `npu-tuned --restore` (after SIGKILL) and the next start can give them back.
  *
- * One file per process, STATE_DIR/affinity-PID.json, written whole and atomically (temp
- * file + rename, tune_state_file_write_unsynced() in state-file.h) but not fsync'ed: the
+ * One file per process, STATE_DIR/affinity-PID.json, written whole (the first one created
+ * by one write(), a rewrite by temp file + rename: tune_state_file_create_at() and
+ * tune_state_file_replace_at() in state-file.h) but not fsync'ed: the
  * record must outlive the daemon (SIGKILL, a crash of npu-tuned), and a write() that
  * returned already has: the data is in the kernel's page cache, not in the process, and
  * the rename is visible to every later open. fsync would only add surviving the kernel's own death, and
@@ -54,11 +55,22 @@ int tune_affinity_record_parse(const char *text, size_t len, tune_affinity_recor
 int tune_affinity_record_name_pid(const char *name, pid_t *ret);
 
 int tune_affinity_record_save(const char *state_dir, const tune_affinity_record *rec);
-/* -ENOENT when there is none. */
+/* The same in the state directory held open at dfd: first, the process's first record
+ * (tune_state_file_create_at(): no rename, and a death in the write leaves an empty file,
+ * written before any pin); else a rewrite (temp file + rename). */
+int tune_affinity_record_save_at(int dfd, const tune_affinity_record *rec, bool first);
+/* -ENOENT when there is none; -ENODATA for an empty one: the daemon died between creating
+ * a first record and writing it, so none of the process's threads was pinned. */
 int tune_affinity_record_load(const char *state_dir, pid_t pid, tune_affinity_record *ret);
 /* Not fsync'ed either: a removal lost with the kernel leaves a record of an earlier boot,
  * which the next start discards. */
 int tune_affinity_record_delete(const char *state_dir, pid_t pid);
+/* The record alone, in the directory held at dfd (its temp file is left for
+ * tune_affinity_record_clear_temps()). */
+int tune_affinity_record_delete_at(int dfd, pid_t pid);
+/* Remove the temp files of records (left by a death in the middle of a rewrite): for
+ * whoever takes the state directory's lock. */
+int tune_affinity_record_clear_temps(const char *state_dir);
 /* The pids that have a record in state_dir, ascending (0 records: *ret NULL; no
  * directory: 0 records). */
 int tune_affinity_record_list(const char *state_dir, pid_t **ret, unsigned *ret_n);

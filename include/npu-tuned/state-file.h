@@ -21,16 +21,29 @@ int tune_state_file_read(const char *state_dir, const char *name, size_t max, ch
  * each of those phases. The state directory is created (0700) if missing. */
 int tune_state_file_write(const char *state_dir, const char *name, const char *text, tune_step_fn step,
                           void *userdata);
-/* The same without the two fsyncs: the file is whole and in place once this returns, and
- * stays so through the death of the calling process (the kernel holds the written pages),
- * but not through the kernel's own (a crash, a power loss). For state that only has to
- * outlive the daemon, never the boot (the affinity records). */
-int tune_state_file_write_unsynced(const char *state_dir, const char *name, const char *text);
 /* Delete one (and its temp file) and fsync the directory; 0 if there was none. */
 int tune_state_file_delete(const char *state_dir, const char *name);
 /* The same without the fsync of the directory: for files written unsynced (the affinity
  * records), whose removal needs to outlive the daemon, not the kernel. */
 int tune_state_file_delete_unsynced(const char *state_dir, const char *name);
+
+/* Create, replace and remove, for a caller that holds the state directory open at dfd (from
+ * tune_state_dir_open(), trusted when it was opened), unsynced, for state that only has
+ * to outlive the calling process (the affinity records):
+ * - create: a file that should not be there yet. Up to TUNE_STATE_FILE_ONE_WRITE_MAX bytes
+ *   it is created under its own name and written by one write(): the kernel checks for a
+ *   fatal signal only between pages, so the caller's death leaves the file whole or empty,
+ *   never torn, and an empty one means the caller died before anything that followed the
+ *   write. A longer text, or a file that is there after all, goes the replace way.
+ * - replace: temp file + rename, as tune_state_file_write() without its two fsyncs: the
+ *   file is whole and in place once this returns, and stays so through the death of the
+ *   caller (the kernel holds the written pages), not through the kernel's own.
+ * - remove: the file alone, not its temp file (0 if there was none): a temp file is left
+ *   only by a death in the middle of a replace, and whoever starts next clears it. */
+#define TUNE_STATE_FILE_ONE_WRITE_MAX 4096u
+int tune_state_file_create_at(int dfd, const char *name, const char *text);
+int tune_state_file_replace_at(int dfd, const char *name, const char *text);
+int tune_state_file_remove_at(int dfd, const char *name);
 
 /* Take the state directory's lock (flock on knobs.lock, held while the fd is open) so that
  * a daemon and `--restore`, or two daemons, never work on one state directory at once.

@@ -90,7 +90,9 @@ static int accepted_reuse(const char *path) {
                 accepted_forget();
                 return -ENOENT;
         }
-        fd = fcntl(accepted.fd, F_DUPFD_CLOEXEC, 3);
+        /* A new open file, not a dup: a dup shares the offset, and a caller that lists the
+         * directory (fdopendir) would leave the next one's listing at its end. */
+        fd = openat(accepted.fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         return fd < 0 ? negative_errno() : fd;
 }
 

@@ -68,18 +68,16 @@ static void step(tune_step_fn fn, const char *what, void *userdata) {
                 fn(what, userdata);
 }
 
-static int state_file_write(const char *state_dir, const char *name, const char *text, bool sync,
-                            tune_step_fn step_fn, void *userdata) {
-        _cleanup_close_ int dfd = -EBADF, fd = -EBADF;
+/* Temp file, [fsync], rename, [fsync(dir)] in the directory open at dfd. */
+static int state_file_write_at(int dfd, const char *name, const char *text, bool sync, tune_step_fn step_fn,
+                               void *userdata) {
+        _cleanup_close_ int fd = -EBADF;
         _cleanup_free_ char *tmp = NULL;
         size_t len, done = 0;
         int r;
 
         if (asprintf(&tmp, "%s.tmp", name) < 0)
                 return -ENOMEM;
-        dfd = open_state_dir(state_dir, true);
-        if (dfd < 0)
-                return dfd;
         /* A new file, never one that is there: a temp file left by a crash is ours (the
          * directory is trusted), so it goes and the create is tried once more. */
         fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -117,13 +115,18 @@ static int state_file_write(const char *state_dir, const char *name, const char 
         return 0;
 }
 
+static int state_file_write(const char *state_dir, const char *name, const char *text, bool sync,
+                            tune_step_fn step_fn, void *userdata) {
+        _cleanup_close_ int dfd = open_state_dir(state_dir, true);
+
+        if (dfd < 0)
+                return dfd;
+        return state_file_write_at(dfd, name, text, sync, step_fn, userdata);
+}
+
 int tune_state_file_write(const char *state_dir, const char *name, const char *text, tune_step_fn step_fn,
                           void *userdata) {
         return state_file_write(state_dir, name, text, true, step_fn, userdata);
-}
-
-int tune_state_file_write_unsynced(const char *state_dir, const char *name, const char *text) {
-        return state_file_write(state_dir, name, text, false, NULL, NULL);
 }
 
 static int state_file_delete(const char *state_dir, const char *name, bool sync) {
@@ -154,6 +157,39 @@ int tune_state_file_delete(const char *state_dir, const char *name) {
 
 int tune_state_file_delete_unsynced(const char *state_dir, const char *name) {
         return state_file_delete(state_dir, name, false);
+}
+
+int tune_state_file_replace_at(int dfd, const char *name, const char *text) {
+        return state_file_write_at(dfd, name, text, false, NULL, NULL);
+}
+
+int tune_state_file_create_at(int dfd, const char *name, const char *text) {
+        _cleanup_close_ int fd = -EBADF;
+        size_t len = strlen(text);
+        ssize_t n;
+        int r;
+
+        if (len > TUNE_STATE_FILE_ONE_WRITE_MAX)
+                return state_file_write_at(dfd, name, text, false, NULL, NULL);
+        fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0 && errno == EEXIST)
+                return state_file_write_at(dfd, name, text, false, NULL, NULL); /* replaced whole */
+        if (fd < 0)
+                return negative_errno();
+        do
+                n = write(fd, text, len);
+        while (n < 0 && errno == EINTR);
+        if (n == (ssize_t) len)
+                return 0;
+        r = n < 0 ? negative_errno() : -EIO; /* a short write: the filesystem is full */
+        (void) unlinkat(dfd, name, 0);
+        return r;
+}
+
+int tune_state_file_remove_at(int dfd, const char *name) {
+        if (unlinkat(dfd, name, 0) < 0 && errno != ENOENT)
+                return negative_errno();
+        return 0;
 }
 
 int tune_state_dir_lock(const char *state_dir) {

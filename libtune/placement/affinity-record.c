@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <json.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -324,6 +325,14 @@ static void record_name(pid_t pid, char buf[static 64]) {
 }
 
 int tune_affinity_record_save(const char *state_dir, const tune_affinity_record *rec) {
+        _cleanup_close_ int dfd = tune_state_dir_open(state_dir, true);
+
+        if (dfd < 0)
+                return dfd;
+        return tune_affinity_record_save_at(dfd, rec, false);
+}
+
+int tune_affinity_record_save_at(int dfd, const tune_affinity_record *rec, bool first) {
         _cleanup_free_ char *text = NULL;
         char name[64];
         int r;
@@ -334,7 +343,14 @@ int tune_affinity_record_save(const char *state_dir, const tune_affinity_record 
         if (r < 0)
                 return r;
         record_name(rec->originals.pid, name);
-        return tune_state_file_write_unsynced(state_dir, name, text);
+        return first ? tune_state_file_create_at(dfd, name, text) : tune_state_file_replace_at(dfd, name, text);
+}
+
+int tune_affinity_record_delete_at(int dfd, pid_t pid) {
+        char name[64];
+
+        record_name(pid, name);
+        return tune_state_file_remove_at(dfd, name);
 }
 
 int tune_affinity_record_load(const char *state_dir, pid_t pid, tune_affinity_record *ret) {
@@ -347,6 +363,8 @@ int tune_affinity_record_load(const char *state_dir, pid_t pid, tune_affinity_re
         r = tune_state_file_read(state_dir, name, TUNE_AFFINITY_RECORD_SIZE_MAX, &text, &len);
         if (r < 0)
                 return r;
+        if (len == 0)
+                return -ENODATA;
         r = tune_affinity_record_parse(text, len, ret);
         if (r >= 0 && ret->originals.pid != pid) {
                 tune_affinity_record_done(ret);
@@ -367,25 +385,34 @@ static int cmp_pid(const void *a, const void *b) {
         return x < y ? -1 : x > y;
 }
 
-int tune_affinity_record_list(const char *state_dir, pid_t **ret, unsigned *ret_n) {
-        _cleanup_free_ pid_t *pids = NULL;
-        unsigned n = 0, cap = 0;
-        struct dirent *de;
-        int dfd;
-        DIR *d;
+/* The state directory as a listing: 1 and *ret, 0 when there is no directory, or < 0. */
+static int open_state_dir_listing(const char *state_dir, DIR **ret) {
+        int dfd = tune_state_dir_open(state_dir, false);
 
-        *ret = NULL;
-        *ret_n = 0;
-        dfd = tune_state_dir_open(state_dir, false);
         if (dfd == -ENOENT)
                 return 0;
         if (dfd < 0)
                 return dfd;
-        d = fdopendir(dfd);
-        if (!d) {
+        *ret = fdopendir(dfd);
+        if (!*ret) {
                 close(dfd);
                 return negative_errno();
         }
+        return 1;
+}
+
+int tune_affinity_record_list(const char *state_dir, pid_t **ret, unsigned *ret_n) {
+        _cleanup_free_ pid_t *pids = NULL;
+        unsigned n = 0, cap = 0;
+        struct dirent *de;
+        DIR *d;
+        int r;
+
+        *ret = NULL;
+        *ret_n = 0;
+        r = open_state_dir_listing(state_dir, &d);
+        if (r <= 0)
+                return r;
         while ((de = readdir(d))) {
                 pid_t pid;
                 if (tune_affinity_record_name_pid(de->d_name, &pid) < 0)
@@ -406,4 +433,32 @@ int tune_affinity_record_list(const char *state_dir, pid_t **ret, unsigned *ret_
         *ret = TAKE_PTR(pids);
         *ret_n = n;
         return 0;
+}
+
+int tune_affinity_record_clear_temps(const char *state_dir) {
+        const size_t tlen = strlen(".tmp");
+        struct dirent *de;
+        DIR *d;
+        int r;
+
+        r = open_state_dir_listing(state_dir, &d);
+        if (r <= 0)
+                return r;
+        r = 0;
+        while ((de = readdir(d))) {
+                size_t len = strlen(de->d_name);
+                char name[NAME_MAX + 1];
+                pid_t pid;
+
+                if (len <= tlen || !streq(de->d_name + len - tlen, ".tmp"))
+                        continue;
+                memcpy(name, de->d_name, len - tlen);
+                name[len - tlen] = 0;
+                if (tune_affinity_record_name_pid(name, &pid) < 0)
+                        continue;
+                if (unlinkat(dirfd(d), de->d_name, 0) < 0 && errno != ENOENT && r == 0)
+                        r = negative_errno();
+        }
+        closedir(d);
+        return r;
 }

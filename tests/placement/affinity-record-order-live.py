@@ -20,11 +20,15 @@ Asserted from the kernel and the state directory:
      written and the set never made) leaves the thread on its old set, and --restore still
      gives it its original;
   5. a placement of 6 threads in 2 roles writes the record once (strace counts the
-     renames), and the record lists the plan's sets; the process's stat, status and
+     creates and renames), and the record lists the plan's sets; the process's stat, status and
      thread list are each read once (strace counts the opens);
   6. the cgroup mount table is read for a placement only when the kernel says it changed
      (strace counts the opens of /proc/self/mounts: the first placement, not the second,
-     once more after a tmpfs mount).
+     once more after a tmpfs mount);
+  7. the first record is created under its own name and written by one write(): the daemon
+     killed at that write (strace, -P on the record) leaves an empty record and no thread
+     pinned, and --restore removes the empty record (and a stale temp file) and leaves
+     the threads as they are.
 Needs root in the initial namespaces (and mount(8)), 2 online CPUs and strace (Debian's, in the test
 dependencies): skips (77) and says which otherwise.
 Usage: affinity-record-order-live.py NPU_TUNED THREADS_TARGET"""
@@ -190,11 +194,15 @@ with tempfile.TemporaryDirectory(dir="/var/tmp") as tmp:
         tracer.wait()
         tracer = None
         with open(trace) as f:
-            writes = [line for line in f if f'"affinity-{pid}.json"' in line and "= 0" in line]
-            f.seek(0)
-            opens = [line for line in f if "openat(" in line]
-        if len(writes) != 1:
-            fail(f"placing 6 threads in 2 roles wrote the record {len(writes)} times, not once: {writes}")
+            lines = f.readlines()
+        opens = [line for line in lines if "openat(" in line]
+        # A write is a create of the record under its own name (the first) or a rename of
+        # its temp file onto it (a rewrite).
+        creates = [line for line in opens if f'"affinity-{pid}.json"' in line and "O_CREAT" in line and "= -1" not in line]
+        renames = [line for line in lines if "rename" in line and f'"affinity-{pid}.json"' in line and "= 0" in line]
+        if len(creates) != 1 or renames:
+            fail(f"placing 6 threads in 2 roles wrote the record {len(creates) + len(renames)} times, not once by a create "
+                 f"under its own name: {creates + renames}")
         # What the match and the placement read of the process, once each: its stat (the
         # pidfd is opened before it, so it needs no second read), its status (the match's
         # uid and the claim's credentials), and its thread list (the placement takes the
@@ -207,7 +215,8 @@ with tempfile.TemporaryDirectory(dir="/var/tmp") as tmp:
             rec = json.load(f)
         if sorted(rec.get("sets", [])) != sorted({str(control_cpu), str(compute_cpu), want}):
             fail(f"the record does not list the plan's sets: {rec}")
-        print("ok: 6 threads placed in 2 roles, the record written once, listing the plan's sets; stat, status and task read once")
+        print("ok: 6 threads placed in 2 roles, the record written once (created, no rename), listing the plan's sets; "
+              "stat, status and task read once")
     finally:
         if tracer:
             tracer.kill()
@@ -260,3 +269,56 @@ with tempfile.TemporaryDirectory(dir="/var/tmp") as tmp:
             subprocess.run(["umount", mnt])
         run.close()
 print("affinity-record-order-live: all passed")
+
+# 7. Killed at the write of a first record: the record is created under its own name and
+# written by one write() before any pin, so the file is empty and nothing is pinned.
+with tempfile.TemporaryDirectory(dir="/var/tmp") as tmp:
+    run = livetest.Run(npu_tuned, target_bin, policy, tmp)
+    tracer = None
+    child = None
+    try:
+        run.start_daemon()
+        go_r, go_w = os.pipe()
+        child = os.fork()
+        if child == 0:  # waits for the tracer, then becomes the target
+            os.close(go_w)
+            os.read(go_r, 1)
+            os.execv(target_bin, [target_bin, "--control", "2", "--compute", "2", "--timeout", "60"])
+        os.close(go_r)
+        record = os.path.join(run.state_dir, f"affinity-{child}.json")
+        tracer = strace_attached(run.daemon.pid, "-P", record, "-e", "trace=write",
+                                 "-e", "inject=write:signal=SIGKILL:when=1")
+        os.write(go_w, b"x")
+        os.close(go_w)
+        try:
+            run.daemon.wait(10)
+        except subprocess.TimeoutExpired:
+            fail("the daemon was not killed at the write of the first record")
+        run.daemon = None
+        if not os.path.exists(record) or os.path.getsize(record) != 0:
+            fail(f"killed at the write of the first record: {record} is not there empty: {os.listdir(run.state_dir)}")
+        time.sleep(0.2)  # the target's threads are up
+        pinned = {tid: a for tid, (comm, a) in affinities(child).items() if a != original}
+        if pinned:
+            fail(f"killed before the first record was written, yet threads were pinned: {pinned}")
+        stale = os.path.join(run.state_dir, "affinity-4000001.json.tmp")
+        with open(stale, "w") as f:
+            f.write('{"version":1,')  # a rewrite a death cut short
+        run.restore()
+        left = sorted(os.listdir(run.state_dir))
+        if any(n.startswith("affinity-") for n in left):
+            fail(f"--restore left {left} (the empty record and the stale temp file should be gone)")
+        if any(a != original for _, a in affinities(child).values()):
+            fail(f"--restore of an empty record changed the target's threads: {affinities(child)}")
+        print("ok: killed at the first record's write: an empty record, nothing pinned; --restore removes it and a stale temp file")
+    finally:
+        if tracer:
+            tracer.kill()
+            tracer.wait()
+        if child:
+            try:
+                os.kill(child, signal.SIGKILL)
+                os.waitpid(child, 0)
+            except (ProcessLookupError, ChildProcessError):
+                pass
+        run.close()
