@@ -26,7 +26,7 @@ managed_thread *entry_thread_add(Entry *e, pid_t tid, const char *comm) {
         }
         nt = &e->p.threads[e->p.n_threads++];
         *nt = (managed_thread){ .tid = tid };
-        snprintf(nt->comm, sizeof nt->comm, "%s", comm);
+        tune_copy_string(nt->comm, sizeof nt->comm, comm);
         return nt;
 }
 

@@ -148,6 +148,33 @@ static void test_live(void **state) {
         assert_int_equal(tune_cpuset_count(&t->online), (unsigned) sysconf(_SC_NPROCESSORS_ONLN));
 }
 
+/* tune_path(): what snprintf would make, its own formatter or not, and a path that does
+ * not fit refused, never cut. */
+static void test_path(void **state) {
+        char buf[32], want[64];
+
+        assert_int_equal(tune_path(buf, sizeof buf, "/proc/%d/task/%d", 1234, 1240), 0);
+        assert_string_equal(buf, "/proc/1234/task/1240");
+        assert_int_equal(tune_path(buf, sizeof buf, "irq/%u/%ld/%d", 4294967295u, -9223372036854775807L - 1, -5), -ENAMETOOLONG);
+        assert_int_equal(tune_path(want, sizeof want, "irq/%u/%ld/%d", 4294967295u, -9223372036854775807L - 1, -5), 0);
+        assert_string_equal(want, "irq/4294967295/-9223372036854775808/-5");
+        assert_int_equal(tune_path(buf, sizeof buf, "%s%s/%s", "/sys/fs/cgroup", "", "cpuset.cpus"), 0);
+        assert_string_equal(buf, "/sys/fs/cgroup/cpuset.cpus");
+        assert_int_equal(tune_path(buf, sizeof buf, "/proc/%d/comm", 0), 0);
+        assert_string_equal(buf, "/proc/0/comm");
+        /* Other conversions: vsnprintf's. */
+        assert_int_equal(tune_path(buf, sizeof buf, "/sys/bus/pci/devices/%.*s/link", 4, "0000:01"), 0);
+        assert_string_equal(buf, "/sys/bus/pci/devices/0000/link");
+        assert_int_equal(tune_path(buf, sizeof buf, "100%% %x", 255), 0);
+        assert_string_equal(buf, "100% ff");
+        /* 31 characters fit in 32 bytes, 32 do not, in either formatter. */
+        assert_int_equal(tune_path(buf, sizeof buf, "%s%d", "abcdefghijklmnopqrstuvwxyz1234", 5), 0);
+        assert_string_equal(buf, "abcdefghijklmnopqrstuvwxyz12345");
+        assert_int_equal(tune_path(buf, sizeof buf, "%s%d", "abcdefghijklmnopqrstuvwxyz1234", 56), -ENAMETOOLONG);
+        assert_int_equal(tune_path(buf, sizeof buf, "%s%x", "abcdefghijklmnopqrstuvwxyz1234", 0x56), -ENAMETOOLONG);
+        assert_int_equal(tune_path(buf, 0, "x"), -ENAMETOOLONG);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_reads),
@@ -155,6 +182,7 @@ int main(void) {
                 cmocka_unit_test(test_writes),
                 cmocka_unit_test(test_not_sysfs),
                 cmocka_unit_test(test_live),
+                cmocka_unit_test(test_path),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }

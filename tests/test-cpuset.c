@@ -27,6 +27,9 @@ static void test_list_parse(void **state) {
         assert_list_roundtrip("\n", "");
         assert_list_roundtrip("0,2,4-5,100-101", "0,2,4-5,100-101");
         assert_list_roundtrip("8191", "8191");
+        /* Longer than the first buffer (64 bytes). */
+        assert_list_roundtrip("0,2,4,6,8,10,12,14,16,18,20,22,24,26,28,30,32,34,36,38,40,42,44,1000-8191",
+                              "0,2,4,6,8,10,12,14,16,18,20,22,24,26,28,30,32,34,36,38,40,42,44,1000-8191");
 }
 
 static void test_list_malformed(void **state) {

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #define _cleanup_(f) __attribute__((cleanup(f)))
@@ -64,4 +65,12 @@ static inline int negative_errno(void) {
 }
 
 #define streq(a, b) (strcmp((a), (b)) == 0)
+
+/* src into dst[size], cut to fit and NUL-terminated (size > 0): snprintf("%s") without
+ * the format machinery, for names copied once per thread. */
+static inline void tune_copy_string(char *dst, size_t size, const char *src) {
+        size_t n = strnlen(src, size - 1);
+        memcpy(dst, src, n);
+        dst[n] = 0;
+}
 #define startswith_lit(s, lit) (strncmp((s), (lit), sizeof(lit) - 1) == 0)

@@ -4,9 +4,11 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "npu-tuned/affinity.h"
 #include "npu-tuned/parse.h"
@@ -15,26 +17,20 @@
 /* ---- the kernel backend ---- */
 
 static int kernel_get(void *userdata, pid_t tid, tune_cpuset *ret) {
-        const size_t size = CPU_ALLOC_SIZE(TUNE_CPU_MAX);
-        const unsigned long *words;
-        cpu_set_t *set;
+        unsigned long words[TUNE_CPU_MAX / (8 * sizeof(unsigned long))];
+        long n;
         int r = 0;
 
-        set = CPU_ALLOC(TUNE_CPU_MAX);
-        if (!set)
-                return -ENOMEM;
-        if (sched_getaffinity(tid, size, set) < 0) {
-                r = negative_errno();
-                CPU_FREE(set);
-                return r;
-        }
+        /* The system call, not glibc's wrapper: it says how many bytes the kernel filled
+         * (its own mask size), so only those are walked and nothing is cleared. */
+        n = syscall(SYS_sched_getaffinity, tid, sizeof words, words);
+        if (n < 0)
+                return negative_errno();
         tune_cpuset_clear(ret);
-        /* cpu_set_t is an array of unsigned long, CPU n in bit n % BITS of word n / BITS. */
-        words = (const unsigned long *) set;
-        for (size_t i = 0; r >= 0 && i < size / sizeof(unsigned long); i++)
+        /* An array of unsigned long, CPU n in bit n % BITS of word n / BITS (cpu_set_t's). */
+        for (size_t i = 0; r >= 0 && i < (size_t) n / sizeof(unsigned long); i++)
                 for (unsigned long w = words[i]; w && r >= 0; w &= w - 1)
                         r = tune_cpuset_add(ret, (unsigned) (i * 8 * sizeof(unsigned long)) + (unsigned) __builtin_ctzl(w));
-        CPU_FREE(set);
         return r;
 }
 
@@ -291,7 +287,7 @@ static int handle_thread(const tune_ctx *ctx, const tune_affinity_backend *b, pi
         st->seen++;
         tune_thread_name name = { .ctx = ctx, .dirfd = dirfd };
         if (comm) {
-                snprintf(name.comm, sizeof name.comm, "%s", comm);
+                tune_copy_string(name.comm, sizeof name.comm, comm);
                 name.state = 1;
         }
         r = choose(pid, tid, &name, userdata, &target);

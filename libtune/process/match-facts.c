@@ -61,7 +61,7 @@ void tune_proc_facts_init(tune_proc_facts *f, const tune_ctx *ctx, pid_t pid, co
                 .userdata = (void *) ctx,
         };
         if (comm) {
-                snprintf(f->comm, sizeof f->comm, "%s", comm);
+                tune_copy_string(f->comm, sizeof f->comm, comm);
                 f->loaded |= TUNE_FACT_COMM;
         }
 }
