@@ -82,11 +82,15 @@ const char *tune_env_capture_get(const tune_env_capture *e, const char *name) {
 int tune_env_capture_parse(const char *buf, size_t len, bool truncated, const char *const *names,
                            unsigned n_names, tune_env_capture *ret) {
         tune_env_capture e = { .state = TUNE_ENV_READ, .truncated = truncated };
-        bool any_entry = false;
+        bool any_entry = false, first_byte[256] = {};
         size_t pos = 0;
 
         if ((!buf && len > 0) || (!names && n_names > 0) || !ret)
                 return -EINVAL;
+        /* The first bytes of the names: an entry starting with another is none of them (most
+         * of an environment), and needs no look beyond that byte once one entry was seen. */
+        for (unsigned i = 0; i < n_names; i++)
+                first_byte[(unsigned char) names[i][0]] = true;
         if (n_names > 0) {
                 e.vars = calloc(n_names, sizeof *e.vars);
                 if (!e.vars)
@@ -96,17 +100,20 @@ int tune_env_capture_parse(const char *buf, size_t len, bool truncated, const ch
                 const char *s = buf + pos;
                 const char *nul = memchr(s, 0, len - pos);
                 size_t elen = nul ? (size_t) (nul - s) : len - pos;
-                size_t nlen = entry_name_len(s, elen);
+                size_t nlen;
 
                 pos += elen + 1;
+                if (any_entry && !first_byte[(unsigned char) s[0]])
+                        continue;
+                nlen = entry_name_len(s, elen);
                 if (nlen == 0)
                         continue;
                 any_entry = true;
                 if (elen - nlen - 1 > TUNE_ENV_VALUE_MAX)
                         continue;
                 for (unsigned i = 0; i < n_names; i++) {
-                        /* The first byte rules out nearly every name before any scan
-                         * (strncmp stops at the end of the shorter name). */
+                        /* The first byte rules out most names before any scan (strncmp
+                         * stops at the end of the shorter name). */
                         if (names[i][0] != s[0] || strncmp(names[i], s, nlen) != 0 || names[i][nlen] != 0)
                                 continue;
                         if (tune_env_capture_get(&e, names[i]))
