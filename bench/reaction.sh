@@ -25,8 +25,8 @@ for p in npu-ext4 npu-tmpfs; do
         "$build/bench/placement-latency" "$runs" 4 >/dev/null || true
         pinner_stop
         echo "$p ($(fs_of "$( [ $p = npu-ext4 ] && echo "$bench_tmp_disk" || echo "$bench_tmp_shm")")): $(sed -n 's/.*Reaction times (kernel event to the last CPU affinity set): \(.*\)\. (.*/\1/p' "$bench_tmp/$p.log")"
-        # The histogram's log2 buckets only bound a quantile within 2x; the debug log has
-        # each reaction exactly ("pid N: KIND placed US us after the kernel's event").
+        # The histogram bounds a quantile within 1/8 above it; the debug log has each
+        # reaction exactly ("pid N: KIND placed US us after the kernel's event").
         echo "$p exact: $(sed -n "s/.*: \(exec\|thread\|rename\) placed \([0-9]*\) us after the kernel's event.*/\1 \2/p" "$bench_tmp/$p.log" |
                 sort -k1,1 -k2,2n | awk '
                         function show(k,   i) { if (n[k] == 0) return; printf "%s%s n=%d p50=%dus p99=%dus max=%dus", sep, k, n[k],

@@ -165,9 +165,10 @@ static int property_get_stats(sd_bus *bus, const char *path, const char *interfa
         return sd_bus_message_append(reply, "(ttttt)", ws.events, ws.resyncs, ws.overruns, ps.placements, ps.migrations);
 }
 
-/* Per event kind: name, reactions, p50 and p99 (upper bounds from the log2 histogram, at
- * most twice the true value) and the largest, in ns; then the histogram itself (bucket i
- * counts reactions below 2^i ns, see daemon/reaction-time.h). */
+/* Per event kind: name, reactions, p50 and p99 (upper bounds from the histogram, at most
+ * 1/8 above the true value) and the largest, in ns; then the histogram itself, its
+ * non-empty buckets only, each as (limit, count): count reactions below limit ns and at or
+ * above the previous bucket's limit (daemon/reaction-time.h). */
 static int property_get_reaction_times(sd_bus *bus, const char *path, const char *interface, const char *property,
                                        sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
@@ -175,16 +176,21 @@ static int property_get_reaction_times(sd_bus *bus, const char *path, const char
         const reaction_stats *rs = m->placement ? placement_get_reactions(m->placement) : &none;
         int r;
 
-        r = sd_bus_message_open_container(reply, 'a', "(sttttat)");
+        r = sd_bus_message_open_container(reply, 'a', "(stttta(tt))");
         for (int k = 0; r >= 0 && k < _REACTION_KIND_MAX; k++) {
                 const reaction_hist *h = &rs->kinds[k];
-                r = sd_bus_message_open_container(reply, 'r', "sttttat");
+                r = sd_bus_message_open_container(reply, 'r', "stttta(tt)");
                 if (r >= 0)
                         r = sd_bus_message_append(reply, "stttt", reaction_kind_to_string((reaction_kind) k), h->count,
                                                   reaction_hist_quantile(h, 0.5), reaction_hist_quantile(h, 0.99),
                                                   h->max_ns);
                 if (r >= 0)
-                        r = sd_bus_message_append_array(reply, 't', h->buckets, sizeof h->buckets);
+                        r = sd_bus_message_open_container(reply, 'a', "(tt)");
+                for (unsigned i = 0; r >= 0 && i < REACTION_BUCKETS; i++)
+                        if (h->buckets[i] > 0)
+                                r = sd_bus_message_append(reply, "(tt)", reaction_bucket_limit(i), h->buckets[i]);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(reply);
                 if (r >= 0)
                         r = sd_bus_message_close_container(reply);
         }
@@ -414,7 +420,7 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_PROPERTY("ManagedProcesses", "u", property_get_managed, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         /* Counts every process event: read, not signalled. */
         SD_BUS_PROPERTY("Stats", "(ttttt)", property_get_stats, 0, 0),
-        SD_BUS_PROPERTY("ReactionTimes", "a(sttttat)", property_get_reaction_times, 0, 0),
+        SD_BUS_PROPERTY("ReactionTimes", "a(stttta(tt))", property_get_reaction_times, 0, 0),
         SD_BUS_METHOD_WITH_ARGS("ListProcesses", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(utssssa(ss)sd)", processes),
                                 method_list_processes, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("Explain", SD_BUS_ARGS("u", pid),

@@ -18,14 +18,28 @@ const char *reaction_kind_to_string(reaction_kind k) {
 }
 
 unsigned reaction_bucket_of(uint64_t ns) {
-        unsigned bits = ns == 0 ? 0 : 64u - (unsigned) __builtin_clzll(ns);
-        return bits < REACTION_BUCKETS ? bits : REACTION_BUCKETS - 1;
+        unsigned e;
+
+        if (ns < REACTION_SUB)
+                return (unsigned) ns;
+        e = 63u - (unsigned) __builtin_clzll(ns); /* ns in [2^e, 2^(e+1)), e >= SUB_BITS */
+        if (e >= REACTION_TOP_EXP)
+                return REACTION_BUCKETS - 1;
+        /* ns >> (e - SUB_BITS) is in [SUB, 2 SUB): its low bits pick the eighth. */
+        return REACTION_SUB + (e - REACTION_SUB_BITS) * REACTION_SUB +
+               (unsigned) ((ns >> (e - REACTION_SUB_BITS)) & (REACTION_SUB - 1));
 }
 
 uint64_t reaction_bucket_limit(unsigned i) {
+        unsigned octave, sub;
+
         if (i >= REACTION_BUCKETS - 1)
                 return UINT64_MAX;
-        return UINT64_C(1) << i;
+        if (i < REACTION_SUB)
+                return i + 1;
+        octave = (i - REACTION_SUB) / REACTION_SUB; /* e - SUB_BITS */
+        sub = (i - REACTION_SUB) % REACTION_SUB;
+        return (uint64_t) (REACTION_SUB + sub + 1) << octave;
 }
 
 void reaction_stats_add(reaction_stats *s, reaction_kind k, uint64_t ns) {

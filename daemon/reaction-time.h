@@ -3,7 +3,7 @@
 
 /* The daemon's own reaction time: from the kernel's timestamp of a process event (the
  * proc connector's, CLOCK_MONOTONIC) to the last sched_setaffinity npu-tuned made for it,
- * per kind of event, as log2 histograms. Pure: the placement code feeds it, the debug log
+ * per kind of event, as log-linear histograms. Pure: the placement code feeds it, the debug log
  * and the D-Bus Stats property read it. */
 
 #include <stdint.h>
@@ -15,9 +15,14 @@ typedef enum reaction_kind {
         _REACTION_KIND_MAX,
 } reaction_kind;
 
-/* Bucket 0 holds 0 ns; bucket i > 0 holds [2^(i-1), 2^i) ns; the last one everything
- * from 2^(REACTION_BUCKETS-2) ns (about 4.6 min) up. */
-#define REACTION_BUCKETS 40
+/* Log-linear buckets (HdrHistogram's layout with 3 bits of precision): a value under 8 ns
+ * has a bucket of its own; above, each octave [2^e, 2^(e+1)) is cut into 8 equal buckets,
+ * so a bucket's limit is at most 1/8 above any value in it (where power-of-two buckets
+ * were up to 2x). The last one holds everything from 2^38 ns (about 4.6 min) up. */
+#define REACTION_SUB_BITS 3
+#define REACTION_SUB (1u << REACTION_SUB_BITS)
+#define REACTION_TOP_EXP 38
+#define REACTION_BUCKETS (REACTION_SUB + (REACTION_TOP_EXP - REACTION_SUB_BITS) * REACTION_SUB + 1)
 
 typedef struct reaction_hist {
         uint64_t buckets[REACTION_BUCKETS];
@@ -36,9 +41,9 @@ unsigned reaction_bucket_of(uint64_t ns);
 uint64_t reaction_bucket_limit(unsigned i);
 /* One reaction of kind k that took ns (event timestamp to the last set). */
 void reaction_stats_add(reaction_stats *s, reaction_kind k, uint64_t ns);
-/* The smallest bucket limit at or under which a fraction q (0..1) of the samples lie, but
- * never more than the largest sample: an upper bound on the q-quantile, at most 2x it. 0
- * without samples. */
+/* The smallest bucket limit under which a fraction q (0..1) of the samples lie, but never
+ * more than the largest sample: an upper bound on the q-quantile, at most 1/8 above it
+ * (one ns above it under 8 ns). 0 without samples. */
 uint64_t reaction_hist_quantile(const reaction_hist *h, double q);
 /* "exec n=12 p50<=131us p99<=262us max=201us; thread ...; rename ..." (kinds without
  * samples say n=0). Returns 0 or -ENOMEM; free *ret. */

@@ -13,20 +13,33 @@
 
 static void test_buckets(void **state) {
         (void) state;
+        /* Under 8 ns one bucket each, then eight per octave. */
         assert_int_equal(reaction_bucket_of(0), 0);
-        assert_int_equal(reaction_bucket_of(1), 1);
-        assert_int_equal(reaction_bucket_of(2), 2);
-        assert_int_equal(reaction_bucket_of(3), 2);
-        assert_int_equal(reaction_bucket_of(4), 3);
-        assert_int_equal(reaction_bucket_of(1023), 10);
-        assert_int_equal(reaction_bucket_of(1024), 11);
+        assert_int_equal(reaction_bucket_of(7), 7);
+        assert_int_equal(reaction_bucket_limit(7), 8);
+        assert_int_equal(reaction_bucket_of(8), 8);
+        assert_int_equal(reaction_bucket_limit(8), 9);
+        assert_int_equal(reaction_bucket_of(16), 16);
+        assert_int_equal(reaction_bucket_of(17), 16);
+        assert_int_equal(reaction_bucket_limit(16), 18);
+        /* 100 us = 100000 ns: octave [65536, 131072) in eighths of 8192, the fifth. */
+        assert_int_equal(reaction_bucket_limit(reaction_bucket_of(100000)), 106496);
+        assert_int_equal(reaction_bucket_of(UINT64_C(1) << 38), REACTION_BUCKETS - 1);
+        assert_int_equal(reaction_bucket_of((UINT64_C(1) << 38) - 1), REACTION_BUCKETS - 2);
+        assert_int_equal(reaction_bucket_limit(REACTION_BUCKETS - 2), UINT64_C(1) << 38);
         assert_int_equal(reaction_bucket_of(UINT64_MAX), REACTION_BUCKETS - 1);
-        /* Every value lies below its bucket's limit and at or above the previous one's. */
-        for (uint64_t v = 1; v < (UINT64_C(1) << 36); v = v * 3 + 1) {
+        assert_true(reaction_bucket_limit(REACTION_BUCKETS - 1) == UINT64_MAX);
+        /* Every value lies below its bucket's limit, at or above the previous one's, and
+         * the limit is at most 1/8 above it. */
+        for (uint64_t v = 1; v < (UINT64_C(1) << 38); v = v * 3 / 2 + 1) {
                 unsigned b = reaction_bucket_of(v);
                 assert_true(v < reaction_bucket_limit(b));
                 assert_true(b == 0 || v >= reaction_bucket_limit(b - 1));
+                assert_true(reaction_bucket_limit(b) <= v + v / 8 + 1);
         }
+        /* The limits rise with the index. */
+        for (unsigned i = 1; i < REACTION_BUCKETS; i++)
+                assert_true(reaction_bucket_limit(i) > reaction_bucket_limit(i - 1));
 }
 
 static int cmp_u64(const void *a, const void *b) {
@@ -53,7 +66,7 @@ static void test_quantiles_bound_the_truth(void **state) {
                 uint64_t truth = v[(size_t) (qs[i] * 1000 + 0.5) - 1];
                 uint64_t bound = reaction_hist_quantile(&s.kinds[REACTION_THREAD], qs[i]);
                 assert_true(bound >= truth);
-                assert_true(bound <= 2 * truth);
+                assert_true(bound <= truth + truth / 8 + 1);
         }
         assert_int_equal(reaction_hist_quantile(&s.kinds[REACTION_EXEC], 0.5), 0);
 }
@@ -63,12 +76,13 @@ static void test_format(void **state) {
         char *line = NULL;
         (void) state;
 
-        reaction_stats_add(&s, REACTION_EXEC, 100000);  /* 100 us: bucket [65.5, 131) us */
+        reaction_stats_add(&s, REACTION_EXEC, 100000);  /* 100 us: bucket [98.3, 106.5) us */
         reaction_stats_add(&s, REACTION_EXEC, 120000);
+        reaction_stats_add(&s, REACTION_EXEC, 130000);
         reaction_stats_add(&s, REACTION_RENAME, 5000);
         reaction_stats_add(&s, (reaction_kind) 7, 1); /* ignored */
         assert_int_equal(reaction_stats_format(&s, &line), 0);
-        assert_string_equal(line, "exec n=2 p50<=120us p99<=120us max=120us; thread n=0; rename n=1 p50<=5us p99<=5us max=5us");
+        assert_string_equal(line, "exec n=3 p50<=123us p99<=130us max=130us; thread n=0; rename n=1 p50<=5us p99<=5us max=5us");
         free(line);
 }
 
