@@ -175,8 +175,8 @@ static void entry_take_facts(Entry *e, tune_proc_facts *f) {
 }
 
 /* Become managed: pidfd (verified against the start time), threads, then the callback.
- * pidfd: as watcher_evaluate_facts() takes it. */
-static int entry_manage(Entry *e, int *pidfd) {
+ * pidfd: as watcher_evaluate_facts() takes it; at_exec: matched at its EXEC event. */
+static int entry_manage(Entry *e, int *pidfd, bool at_exec) {
         Watcher *w = e->w;
         tune_proc_stat st;
         uint64_t now = watcher_now_usec(w);
@@ -223,7 +223,15 @@ static int entry_manage(Entry *e, int *pidfd) {
                 if (r < 0)
                         log_debug_errno(r, "Failed to watch pidfd of %d, relying on exit events: %m", (int) e->p.pid);
         }
-        r = entry_threads_sync(e, false);
+        /* At its exec a process has one thread, the main one (the kernel ends the others
+         * before the exec completes), and each thread it starts after has a FORK event
+         * queued behind this EXEC: a listing of /proc/PID/task would add nothing. A FORK
+         * lost after it is an overrun, whose resync lists every managed process's threads. */
+        if (at_exec) {
+                entry_clear_threads(e);
+                r = entry_thread_add(e, e->p.pid, e->p.comm) ? 0 : -ENOMEM;
+        } else
+                r = entry_threads_sync(e, false);
         if (r < 0) {
                 entry_drop_pidfd(e);
                 entry_clear_threads(e);
@@ -306,7 +314,7 @@ void watcher_evaluate_facts(Watcher *w, Entry *e, const tune_proc_stat *st, tune
                         a = (tune_attribution){ .rank = e->p.rank };
                 tune_attribution_done(&e->p.attribution);
                 e->p.attribution = a;
-                int r = entry_manage(e, pidfd);
+                int r = entry_manage(e, pidfd, why == EVAL_EXEC);
                 entry_drop_status(e);
                 if (r == -ENOSPC)
                         watcher_budget_queue_refused(w, e->p.pid, e->p.start_time);

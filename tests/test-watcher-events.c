@@ -264,9 +264,11 @@ static void test_thread_names_by_rule(void **state) {
         char path[512];
 
         put_process(t, 300, 3000, "bymain", "/usr/bin/python3");
-        put_thread(t, 300, 301, "worker");
         exec_event(t, 300);
-        expect(t, "matched 300 bymain threads=2\n");
+        expect(t, "matched 300 bymain threads=1\n");
+        put_thread(t, 300, 301, "worker");
+        fork_event(t, 300, 301, 300);
+        expect(t, "thread_new 300 301 \n");
         put_thread(t, 300, 302, "late");
         snprintf(path, sizeof path, "%s/proc/300/task/302/comm", t->root);
         assert_int_equal(unlink(path), 0);
@@ -296,9 +298,11 @@ static void test_exec_threads_exit(void **state) {
         world *t = *state;
 
         put_process(t, 100, 1000, "vllm", "/usr/bin/python3");
-        put_thread(t, 100, 101, "worker");
         exec_event(t, 100);
-        expect(t, "matched 100 vllm threads=2\n");
+        expect(t, "matched 100 vllm threads=1\n");
+        put_thread(t, 100, 101, "worker");
+        fork_event(t, 100, 101, 100);
+        expect(t, "thread_new 100 101 worker\n");
 
         put_thread(t, 100, 102, "acl_thread");
         fork_event(t, 100, 102, 100);
@@ -429,9 +433,10 @@ static void test_rename_storm(void **state) {
         const char *last = "worker";
 
         put_process(t, 100, 1000, "vllm", "/usr/bin/python3");
-        put_thread(t, 100, 101, "worker");
         exec_event(t, 100);
-        expect(t, "matched 100 vllm threads=2\n");
+        put_thread(t, 100, 101, "worker");
+        fork_event(t, 100, 101, 100);
+        expect(t, "matched 100 vllm threads=1\nthread_new 100 101 worker\n");
 
         for (unsigned i = 0; i < 3000; i++) {
                 const char *n = names[i % ELEMENTSOF(names)];
@@ -468,10 +473,12 @@ static void test_exec_resyncs_threads(void **state) {
         world *t = *state;
 
         put_process(t, 100, 1000, "vllm", "/usr/bin/python3");
+        exec_event(t, 100);
         put_thread(t, 100, 101, "old");
         put_thread(t, 100, 102, "stays");
-        exec_event(t, 100);
-        expect(t, "matched 100 vllm threads=3\n");
+        fork_event(t, 100, 101, 100);
+        fork_event(t, 100, 102, 100);
+        expect(t, "matched 100 vllm threads=1\nthread_new 100 101 old\nthread_new 100 102 stays\n");
 
         /* exec replaced the threads (their EXIT events were lost): the thread list is
          * brought in line before the consumer hears of the exec. */
@@ -480,6 +487,28 @@ static void test_exec_resyncs_threads(void **state) {
         put_thread(t, 100, 103, "new");
         exec_event(t, 100);
         expect(t, "thread_exit 100 101\nrenamed 100 102 stays->renamed\nthread_new 100 103 new\nchanged 100 exec\n");
+}
+
+/* A process matched at its exec has one thread, the main one: /proc/PID/task is not
+ * listed (a thread there is what no real exec leaves). The threads it starts come by
+ * their FORK events; one whose FORK was lost in an overrun, by the resync after it. */
+static void test_exec_match_lists_no_threads(void **state) {
+        world *t = *state;
+
+        put_process(t, 100, 1000, "vllm", "/usr/bin/python3");
+        put_thread(t, 100, 109, "not-listed");
+        exec_event(t, 100);
+        expect(t, "matched 100 vllm threads=1\n");
+        assert_int_equal(watcher_find(t->w, 100)->n_threads, 1);
+        assert_int_equal(watcher_find(t->w, 100)->threads[0].tid, 100);
+        put_thread(t, 100, 101, "worker");
+        fork_event(t, 100, 101, 100);
+        expect(t, "thread_new 100 101 worker\n");
+        drop(t, 100, 109);
+        put_thread(t, 100, 102, "acl_thread"); /* its FORK lost */
+        watcher_on_lost(NULL, t->w);
+        expect(t, "thread_new 100 102 acl_thread\n");
+        assert_int_equal(watcher_find(t->w, 100)->n_threads, 3);
 }
 
 static void test_release_all(void **state) {
@@ -662,6 +691,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_overruns_coalesced, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_refused_match_retried, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_renames_debounced, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_exec_match_lists_no_threads, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_release_all, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
