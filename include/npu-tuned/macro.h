@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,5 +73,19 @@ static inline void tune_copy_string(char *dst, size_t size, const char *src) {
         size_t n = strnlen(src, size - 1);
         memcpy(dst, src, n);
         dst[n] = 0;
+}
+
+/* v in decimal, right-aligned in buf and NUL-terminated; returns where its digits start.
+ * For the paths, CPU lists and records built on every placement, where snprintf costs
+ * some hundreds of instructions a number. */
+#define TUNE_DECIMAL_MAX 21 /* UINT64_MAX's 20 digits and the NUL */
+static inline char *tune_format_decimal(char buf[static TUNE_DECIMAL_MAX], uint64_t v) {
+        char *p = buf + TUNE_DECIMAL_MAX - 1;
+
+        *p = 0;
+        do
+                *--p = (char) ('0' + v % 10);
+        while ((v /= 10) > 0);
+        return p;
 }
 #define startswith_lit(s, lit) (strncmp((s), (lit), sizeof(lit) - 1) == 0)

@@ -5,7 +5,6 @@
 #include <sys/syscall.h>
 #include <limits.h>
 #include <stdarg.h>
-#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -379,10 +378,8 @@ static int format_simple_path(char *buf, size_t size, const char *fmt, va_list a
         char *p = buf, *end = buf + size - 1;
 
         for (const char *f = fmt; *f; f++) {
-                char num[24], *n = num + sizeof num;
+                char num[TUNE_DECIMAL_MAX + 1]; /* and a '-' */
                 const char *s;
-                bool neg = false;
-                unsigned long long v;
 
                 if (*f != '%') {
                         if (p == end)
@@ -404,15 +401,10 @@ static int format_simple_path(char *buf, size_t size, const char *fmt, va_list a
                                 f++;
                         } else
                                 return -EOPNOTSUPP;
-                        neg = x < 0;
-                        v = neg ? -(unsigned long long) x : (unsigned long long) x;
-                        *--n = 0;
-                        do
-                                *--n = (char) ('0' + v % 10);
-                        while ((v /= 10) > 0);
-                        if (neg)
-                                *--n = '-';
-                        s = n;
+                        char *digits = tune_format_decimal(num + 1, x < 0 ? -(uint64_t) x : (uint64_t) x);
+                        if (x < 0)
+                                *--digits = '-';
+                        s = digits;
                 }
                 for (; *s; s++) {
                         if (p == end)

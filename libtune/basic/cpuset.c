@@ -270,20 +270,6 @@ int tune_cpuset_parse_mask(tune_cpuset *ret, const char *text) {
         return 0;
 }
 
-/* v in decimal at p (no NUL); returns the end. A list is formatted for every record,
- * plan and log line of a placement: snprintf costs some hundreds of instructions a number. */
-static char *put_decimal(char *p, unsigned v) {
-        char tmp[10];
-        unsigned n = 0;
-
-        do
-                tmp[n++] = (char) ('0' + v % 10);
-        while ((v /= 10) > 0);
-        while (n > 0)
-                *p++ = tmp[--n];
-        return p;
-}
-
 int tune_cpuset_format_list(const tune_cpuset *s, char **ret) {
         size_t cap = 64, len = 0;
         char *buf = malloc(cap);
@@ -297,15 +283,14 @@ int tune_cpuset_format_list(const tune_cpuset *s, char **ret) {
                 int last = cpu;
                 while (tune_cpuset_has(s, (unsigned) last + 1))
                         last++;
-                char item[32], *e = item;
+                char item[2 * TUNE_DECIMAL_MAX + 1], digits[TUNE_DECIMAL_MAX], *e = item;
                 if (len)
                         *e++ = ',';
-                e = put_decimal(e, (unsigned) cpu);
+                e = stpcpy(e, tune_format_decimal(digits, (uint64_t) cpu));
                 if (last > cpu) {
                         *e++ = '-';
-                        e = put_decimal(e, (unsigned) last);
+                        e = stpcpy(e, tune_format_decimal(digits, (uint64_t) last));
                 }
-                *e = 0;
                 size_t n = (size_t) (e - item);
                 if (len + n + 1 > cap) {
                         cap = (len + (size_t) n + 1) * 2;

@@ -170,10 +170,10 @@ int tune_state_file_create_at(int dfd, const char *name, const char *text) {
         int r;
 
         if (len > TUNE_STATE_FILE_ONE_WRITE_MAX)
-                return state_file_write_at(dfd, name, text, false, NULL, NULL);
+                return tune_state_file_replace_at(dfd, name, text);
         fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0 && errno == EEXIST)
-                return state_file_write_at(dfd, name, text, false, NULL, NULL); /* replaced whole */
+                return tune_state_file_replace_at(dfd, name, text); /* replaced whole */
         if (fd < 0)
                 return negative_errno();
         do

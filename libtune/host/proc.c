@@ -25,18 +25,9 @@ static char *put(char *p, const char *end, const char *s) {
 }
 
 static char *put_id(char *p, const char *end, pid_t v) {
-        char digits[16];
-        unsigned n = 0;
+        char digits[TUNE_DECIMAL_MAX];
 
-        do
-                digits[n++] = (char) ('0' + v % 10);
-        while ((v /= 10) > 0);
-        while (p && n > 0) {
-                if (p >= end)
-                        return NULL;
-                *p++ = digits[--n];
-        }
-        return p;
+        return put(p, end, tune_format_decimal(digits, (uint64_t) v));
 }
 
 /* "/proc/PID[/task/TID]/FILE", built by hand: every process event reads a path or two,

@@ -81,13 +81,9 @@ static void put_str(record_text *t, const char *s) {
 }
 
 static void put_u64(record_text *t, uint64_t v) {
-        char d[24];
-        unsigned n = sizeof d;
+        char d[TUNE_DECIMAL_MAX];
 
-        do
-                d[--n] = (char) ('0' + v % 10);
-        while ((v /= 10) > 0);
-        put(t, d + n, sizeof d - n);
+        put_str(t, tune_format_decimal(d, v));
 }
 
 /* A JSON string; anything but letters, digits and '-' (a boot id has no other) escaped. */
