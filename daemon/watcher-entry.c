@@ -152,6 +152,22 @@ Entry *watcher_lookup_managed(Watcher *w, pid_t pid) {
         return e;
 }
 
+/* watcher_lookup_managed() for an event about pid (a thread's FORK, a rename), with the
+ * event stream as the witness where it can be one: events come in the order the kernel
+ * sent them, and a process's main thread sends its EXIT before the pid is free for a
+ * successor, whose events come after it. So while no event was lost since the entry's
+ * start time was read and that EXIT has not come, pid is still this process and its
+ * pidfd need not be asked (a poll per thread event). */
+Entry *watcher_lookup_managed_event(Watcher *w, pid_t pid) {
+        Entry *e = registry_get(w->registry, pid);
+
+        if (!e || !e->matched)
+                return NULL;
+        if (e->overruns_at_start == w->stats.overruns && !e->leader_exited)
+                return e;
+        return watcher_lookup_managed(w, pid);
+}
+
 int entry_on_pidfd(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Entry *e = userdata;
 

@@ -49,7 +49,7 @@ static void handle_exec(Watcher *w, pid_t pid) {
 static void handle_fork(Watcher *w, pid_t parent_tgid, pid_t child_pid, pid_t child_tgid) {
         if (child_pid != child_tgid) {
                 /* A new thread. */
-                Entry *e = watcher_lookup_managed(w, child_tgid);
+                Entry *e = watcher_lookup_managed_event(w, child_tgid);
                 char comm[TUNE_COMM_MAX];
                 managed_thread *t;
 
@@ -126,7 +126,7 @@ static void handle_comm(Watcher *w, pid_t pid, pid_t tgid, const char *raw_comm)
         if (e && e->matched) {
                 managed_thread *t;
 
-                e = watcher_lookup_managed(w, tgid);
+                e = watcher_lookup_managed_event(w, tgid);
                 if (!e)
                         return;
                 t = managed_process_find_thread(&e->p, pid);
@@ -192,8 +192,11 @@ static void handle_exit(Watcher *w, pid_t pid, pid_t tgid) {
         }
         if (e->matched && e->p.pidfd >= 0 && entry_alive(e)) {
                 /* The main thread left but others run on (or the exit is not complete
-                 * yet): the pidfd tells when the process is really gone. */
+                 * yet): the pidfd tells when the process is really gone, and no later
+                 * event speaks for it (watcher_lookup_managed_event()). */
                 managed_thread *t = managed_process_find_thread(&e->p, pid);
+
+                e->leader_exited = true;
                 if (t)
                         entry_emit_thread_exit(e, t);
                 return;

@@ -38,6 +38,7 @@ typedef struct Entry {
         uint64_t next_device_usec;    /* 0: no device-file check pending */
         unsigned device_backoff_ms;
         uint64_t overruns_at_start;   /* w->stats.overruns when its start time was read */
+        bool leader_exited;           /* its main thread's EXIT came while others ran on */
 } Entry;
 
 /* Entries (candidates and managed) of one user (watcher-budget.c). */
@@ -106,6 +107,7 @@ void entry_unmatch(Entry *e, watcher_exit_reason reason);
 void entry_release(Entry *e, watcher_exit_reason reason);
 int entry_alive(Entry *e);
 Entry *watcher_lookup_managed(Watcher *w, pid_t pid);
+Entry *watcher_lookup_managed_event(Watcher *w, pid_t pid);
 int entry_on_pidfd(sd_event_source *s, int fd, uint32_t revents, void *userdata);
 
 /* Budgets: entries per user, room for a real match (watcher-budget.c). */

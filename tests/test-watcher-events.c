@@ -608,6 +608,34 @@ static void test_fork_by_candidate(void **state) {
         expect(t, "");
 }
 
+/* A managed process's thread events (a FORK, a rename): while no event was lost the stream
+ * vouches that its pid is still that process (its main thread's EXIT would come first), so
+ * nothing is read or polled per event; after an overrun its identity is checked again. */
+static void test_thread_event_vouched(void **state) {
+        world *t = *state;
+        watcher_stats st;
+
+        put_process(t, 100, 1000, "vllm", "/usr/bin/python3");
+        exec_event(t, 100);
+        expect(t, "matched 100 vllm threads=1\n");
+        /* Its stat silently names another process (impossible without a lost EXIT: it
+         * shows that no stat is read for a thread's event). */
+        put_process(t, 100, 9000, "vllm", "/usr/bin/python3");
+        put_thread(t, 100, 101, "w");
+        fork_event(t, 100, 101, 100);
+        expect(t, "thread_new 100 101 w\n");
+        watcher_get_stats(t->w, &st);
+        assert_int_equal(st.managed, 1);
+
+        /* Events are lost: the next thread event checks the start time, and lets go of an
+         * entry whose pid another process has now. */
+        watcher_on_lost(NULL, t->w);
+        watcher_on_lost(NULL, t->w); /* (the first one's resync has run: coalesced now) */
+        put_thread(t, 100, 102, "w");
+        fork_event(t, 100, 102, 100);
+        assert_non_null(strstr(t->log, "exit 100 "));
+}
+
 /* One user's matches count against its share of entries (max_managed / 8, at least 64),
  * as its candidates do: the 65th process of uid 1000 that a rule matches is not managed,
  * unless one of that user's own candidates can make room; root's matches are not
@@ -682,6 +710,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_thread_names_by_rule, setup_roles, teardown),
                 cmocka_unit_test_setup_teardown(test_unmatch_on_exec, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_pid_reuse, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_thread_event_vouched, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_fork_event_after_resync, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_retitle, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_rename_storm, setup, teardown),
