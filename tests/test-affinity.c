@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -303,7 +304,7 @@ static void test_fake_apply_known(void **state) {
                 { .tid = 555, .comm = "work-y" },
                 { .tid = 100, .comm = "python3" },
         };
-        assert_int_equal(tune_affinity_apply_known(ctx, &b, 100, known, ELEMENTSOF(known), fake_choose, NULL, &j, &st),
+        assert_int_equal(tune_affinity_apply_known(ctx, &b, 100, -1, known, ELEMENTSOF(known), fake_choose, NULL, &j, &st),
                          0);
         assert_int_equal(st.seen, 4);
         assert_int_equal(st.set, 3);
@@ -321,7 +322,7 @@ static void test_fake_apply_known(void **state) {
         assert_int_equal(tune_cpuset_parse_list(&k.masks[fake_index(&k, 102)], "0-7"), 0);
         tune_affinity_originals_forget(&j, 102);
         st = (tune_affinity_stats) {};
-        assert_int_equal(tune_affinity_apply_known(ctx, &b, 100, known, 1, fake_choose, NULL, &j, &st), 0);
+        assert_int_equal(tune_affinity_apply_known(ctx, &b, 100, -1, known, 1, fake_choose, NULL, &j, &st), 0);
         assert_int_equal(st.undone, 1);
         assert_fake_mask(&k, 102, "0-7");
         assert_null(tune_affinity_originals_find(&j, 102));
@@ -329,8 +330,68 @@ static void test_fake_apply_known(void **state) {
 
         /* The process gone (its main thread's directory is): -ESRCH, nothing set. */
         unsigned sets = k.sets;
-        assert_int_equal(tune_affinity_apply_known(ctx, &b, 4242, NULL, 0, fake_choose, NULL, &j, &st), -ESRCH);
+        assert_int_equal(tune_affinity_apply_known(ctx, &b, 4242, -1, NULL, 0, fake_choose, NULL, &j, &st), -ESRCH);
         assert_int_equal(k.sets, sets);
+        tune_affinity_originals_done(&j);
+        fake_kernel_done(&k);
+}
+
+/* With the process's pidfd and the main thread's name known, the main thread's set is
+ * checked by the pidfd, with no directory of its own opened (its directory is removed
+ * here: the held-directory check would call the process gone); a pidfd that says the
+ * process has exited undoes the set and calls it gone. The pidfd is a real child's. */
+static void test_fake_apply_known_pidfd(void **state) {
+        _cleanup_(tune_ctx_freep) tune_ctx *ctx = NULL;
+        tune_affinity_originals j = {};
+        tune_affinity_stats st = {};
+        tune_affinity_backend b;
+        fake_kernel k;
+        char cmd[512];
+        int pidfd;
+        pid_t child;
+        (void) state;
+
+        child = fork();
+        assert_true(child >= 0);
+        if (child == 0) {
+                pause();
+                _exit(0);
+        }
+        pidfd = (int) syscall(SYS_pidfd_open, child, 0);
+        if (pidfd < 0) {
+                int err = errno;
+                kill(child, SIGKILL);
+                waitpid(child, NULL, 0);
+                if (err == ENOSYS) {
+                        fprintf(stderr, "pidfd_open() is not in this kernel\n");
+                        skip();
+                }
+                fail_msg("pidfd_open: %s", strerror(err));
+        }
+        fake_kernel_init(&k, &b);
+        assert_int_equal(tune_ctx_new(k.root, &ctx), 0);
+        snprintf(cmd, sizeof cmd, "rm -rf '%s/proc/100/task/100'", k.root);
+        assert_int_equal(system(cmd), 0);
+        tune_affinity_known known[] = { { .tid = 100, .comm = "python3" } };
+
+        assert_int_equal(tune_affinity_apply_known(ctx, &b, 100, pidfd, known, 1, fake_choose, NULL, &j, &st), 0);
+        assert_int_equal(st.set, 1);
+        assert_fake_mask(&k, 100, "0-1");
+        assert_non_null(tune_affinity_originals_find(&j, 100));
+        /* Without a pidfd the directory is asked, and it is gone. */
+        assert_int_equal(tune_affinity_apply_known(ctx, &b, 100, -1, known, 1, fake_choose, NULL, &j, &st), -ESRCH);
+
+        /* The process exits: the set is undone, the original forgotten, -ESRCH. */
+        kill(child, SIGKILL);
+        waitpid(child, NULL, 0);
+        assert_int_equal(tune_cpuset_parse_list(&k.masks[fake_index(&k, 100)], "0-7"), 0);
+        tune_affinity_originals_forget(&j, 100);
+        st = (tune_affinity_stats) {};
+        assert_int_equal(tune_affinity_apply_known(ctx, &b, 100, pidfd, known, 1, fake_choose, NULL, &j, &st), -ESRCH);
+        assert_int_equal(st.undone, 1);
+        assert_fake_mask(&k, 100, "0-7");
+        assert_null(tune_affinity_originals_find(&j, 100));
+        close(pidfd);
         tune_affinity_originals_done(&j);
         fake_kernel_done(&k);
 }
@@ -771,6 +832,7 @@ int main(int argc, char **argv) {
                 cmocka_unit_test(test_fake_thread_born_mid_walk),
                 cmocka_unit_test(test_fake_vanishing_and_errors),
                 cmocka_unit_test(test_fake_apply_known),
+                cmocka_unit_test(test_fake_apply_known_pidfd),
                 cmocka_unit_test(test_fake_restore_from_union_record),
         };
         const struct CMUnitTest live[] = {

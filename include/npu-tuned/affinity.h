@@ -116,9 +116,11 @@ typedef struct tune_affinity_known {
  * its own: for a caller that has just listed them and learns of every later thread by its
  * FORK event (the daemon's watcher), so that no walk is needed to catch the threads
  * created meanwhile. The main thread first, then the others in the order given. -ESRCH
- * when the process is gone (its main thread's directory is); a listed thread that is gone
- * is counted as vanished. */
-int tune_affinity_apply_known(const tune_ctx *ctx, const tune_affinity_backend *backend, pid_t pid,
+ * when the process is gone (its main thread's directory is, or pidfd says so); a listed
+ * thread that is gone is counted as vanished. pidfd: the process's (pidfd_open()), or -1;
+ * with one, and the main thread's name in the list, the main thread's set is checked by
+ * it instead of by a directory held open around it. */
+int tune_affinity_apply_known(const tune_ctx *ctx, const tune_affinity_backend *backend, pid_t pid, int pidfd,
                               const tune_affinity_known *threads, size_t n_threads, tune_affinity_choose_fn choose,
                               void *userdata, tune_affinity_originals *originals, tune_affinity_stats *stats);
 /* One thread (FORK or COMM event). comm: its name when the caller has just learnt it (a

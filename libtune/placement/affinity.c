@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -259,6 +260,15 @@ static bool thread_gone(int dirfd) {
         return fstatat(dirfd, "stat", &st, AT_SYMLINK_NOFOLLOW) < 0;
 }
 
+/* The same for the main thread, told by the process's pidfd: its tid is the process's pid,
+ * which no other task can have while the process lives (a main thread that left before the
+ * others stays a zombie that holds it). A poll that fails cannot tell: gone, so that the
+ * set is undone rather than left on a stranger. */
+static bool process_gone(int pidfd) {
+        struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
+        return poll(&pfd, 1, 0) != 0;
+}
+
 /* /proc/PID/task/TID, held open from the look at a thread to the check after its set: it
  * pins the thread we look at (thread_gone()), where a tid alone could name its successor.
  * -ESRCH when tid is not (or no longer) a thread of pid. */
@@ -273,10 +283,11 @@ static int open_thread_dir(const tune_ctx *ctx, pid_t pid, pid_t tid) {
         return fd == -ENOENT ? -ESRCH : fd;
 }
 
-/* Thread tid of pid, its directory open at dirfd (open_thread_dir()); comm: its name if
- * known already, else NULL. */
+/* Thread tid of pid, its directory open at dirfd (open_thread_dir()), or for the main
+ * thread with its name known, dirfd -1 and the process's pidfd; comm: its name if known
+ * already, else NULL. */
 static int handle_thread(const tune_ctx *ctx, const tune_affinity_backend *b, pid_t pid, pid_t tid, int dirfd,
-                         const char *comm, tune_affinity_choose_fn choose, void *userdata,
+                         int pidfd, const char *comm, tune_affinity_choose_fn choose, void *userdata,
                          tune_affinity_originals *j, tune_affinity_stats *st) {
         _cleanup_cpuset_ tune_cpuset current = {};
         const tune_cpuset *target = NULL;
@@ -339,7 +350,7 @@ static int handle_thread(const tune_ctx *ctx, const tune_affinity_backend *b, pi
          * gone to a new thread (of this or another process) that must not keep our CPUs.
          * Undo (the mask read before the set is the best guess of what it had; ESRCH when
          * nothing holds the tid now) and forget it. */
-        if (thread_gone(dirfd)) {
+        if (dirfd >= 0 ? thread_gone(dirfd) : process_gone(pidfd)) {
                 (void) b->set(b->userdata, tid, &current);
                 if (fresh)
                         tune_affinity_originals_forget(j, tid);
@@ -353,10 +364,16 @@ static int handle_thread(const tune_ctx *ctx, const tune_affinity_backend *b, pi
 
 /* handle_thread() for a thread found in a listing (or the main thread): one that is gone
  * by now is counted, not an error. */
-static int walk_thread(const tune_ctx *ctx, const tune_affinity_backend *b, pid_t pid, pid_t tid, const char *comm,
-                       tune_affinity_choose_fn choose, void *userdata, tune_affinity_originals *j,
+static int walk_thread(const tune_ctx *ctx, const tune_affinity_backend *b, pid_t pid, pid_t tid, int pidfd,
+                       const char *comm, tune_affinity_choose_fn choose, void *userdata, tune_affinity_originals *j,
                        tune_affinity_stats *st) {
-        _cleanup_close_ int dirfd = open_thread_dir(ctx, pid, tid);
+        _cleanup_close_ int dirfd = -EBADF;
+
+        /* The main thread by the pidfd: no directory to open before its pin (the first one
+         * of a new process) nor to check after it. */
+        if (tid == pid && pidfd >= 0 && comm)
+                return handle_thread(ctx, b, pid, tid, -EBADF, pidfd, comm, choose, userdata, j, st);
+        dirfd = open_thread_dir(ctx, pid, tid);
 
         if (dirfd == -ESRCH) {
                 st->seen++;
@@ -368,7 +385,7 @@ static int walk_thread(const tune_ctx *ctx, const tune_affinity_backend *b, pid_
                 st->failed++;
                 return dirfd;
         }
-        return handle_thread(ctx, b, pid, tid, dirfd, comm, choose, userdata, j, st);
+        return handle_thread(ctx, b, pid, tid, dirfd, -EBADF, comm, choose, userdata, j, st);
 }
 
 static bool sorted_has(const pid_t *a, unsigned n, pid_t x) {
@@ -437,7 +454,7 @@ int tune_affinity_apply(const tune_ctx *ctx, const tune_affinity_backend *backen
         if (!done)
                 return -ENOMEM;
         done[n_done++] = pid;
-        r = walk_thread(ctx, backend, pid, pid, NULL, choose, userdata, originals, stats);
+        r = walk_thread(ctx, backend, pid, pid, -EBADF, NULL, choose, userdata, originals, stats);
         if (r == -ENOMEM)
                 return r;
         if (r < 0)
@@ -458,7 +475,7 @@ int tune_affinity_apply(const tune_ctx *ctx, const tune_affinity_backend *backen
                         if (sorted_has(done, n_done, tids[i]))
                                 continue;
                         n_new++;
-                        r = walk_thread(ctx, backend, pid, tids[i], NULL, choose, userdata, originals, stats);
+                        r = walk_thread(ctx, backend, pid, tids[i], -EBADF, NULL, choose, userdata, originals, stats);
                         if (r == -ENOMEM)
                                 return r;
                         if (r < 0 && first_error == 0)
@@ -488,7 +505,7 @@ int tune_affinity_apply(const tune_ctx *ctx, const tune_affinity_backend *backen
         return first_error;
 }
 
-int tune_affinity_apply_known(const tune_ctx *ctx, const tune_affinity_backend *backend, pid_t pid,
+int tune_affinity_apply_known(const tune_ctx *ctx, const tune_affinity_backend *backend, pid_t pid, int pidfd,
                               const tune_affinity_known *threads, size_t n_threads, tune_affinity_choose_fn choose,
                               void *userdata, tune_affinity_originals *originals, tune_affinity_stats *stats) {
         tune_affinity_stats dummy = {};
@@ -510,8 +527,8 @@ int tune_affinity_apply_known(const tune_ctx *ctx, const tune_affinity_backend *
                         break;
                 }
         unsigned vanished = stats->vanished;
-        r = walk_thread(ctx, backend, pid, pid, main_comm && *main_comm ? main_comm : NULL, choose, userdata, originals,
-                        stats);
+        r = walk_thread(ctx, backend, pid, pid, pidfd, main_comm && *main_comm ? main_comm : NULL, choose, userdata,
+                        originals, stats);
         if (r == -ENOMEM)
                 return r;
         if (stats->vanished != vanished)
@@ -522,8 +539,8 @@ int tune_affinity_apply_known(const tune_ctx *ctx, const tune_affinity_backend *
                 const tune_affinity_known *t = &threads[i];
                 if (t->tid == pid)
                         continue;
-                r = walk_thread(ctx, backend, pid, t->tid, t->comm && *t->comm ? t->comm : NULL, choose, userdata,
-                                originals, stats);
+                r = walk_thread(ctx, backend, pid, t->tid, -EBADF, t->comm && *t->comm ? t->comm : NULL, choose,
+                                userdata, originals, stats);
                 if (r == -ENOMEM)
                         return r;
                 if (r < 0 && first_error == 0)
@@ -551,7 +568,7 @@ int tune_affinity_apply_thread(const tune_ctx *ctx, const tune_affinity_backend 
         _cleanup_close_ int dirfd = open_thread_dir(ctx, pid, tid);
         if (dirfd < 0)
                 return dirfd;
-        return handle_thread(ctx, backend, pid, tid, dirfd, comm, choose, userdata, originals, stats);
+        return handle_thread(ctx, backend, pid, tid, dirfd, -EBADF, comm, choose, userdata, originals, stats);
 }
 
 int tune_affinity_check(const tune_ctx *ctx, const tune_affinity_backend *backend,
