@@ -13,6 +13,7 @@
 
 #include "npu-tuned/macro.h"
 #include "npu-tuned/match.h"
+#include "npu-tuned/policy.h"
 
 /* Facts served from static values; counts which were asked for. */
 typedef struct fake_proc {
@@ -342,6 +343,83 @@ static void test_regex_prefix(void **state) {
         rule_done(&r);
 }
 
+/* A cmdline criterion that is plain text is matched by a substring search, which must give
+ * the regex's answer on every line: at either end, in the middle, absent, past the
+ * prefix or across its end; text with any ERE operator stays a regex. Rules as the policy
+ * parser makes them. */
+static void test_cmdline_literal(void **state) {
+        static const struct { const char *re; bool literal; } patterns[] = {
+                { "placement-latency --child", true },
+                { "vllm serve", true },
+                { "a,b=c:d/e_f~g@h%i#j!k&l;m<n>o\"p'q`r", true },
+                { "vllm.entrypoints", false },
+                { "^vllm", false },
+                { "vllm$", false },
+                { "a+b", false },
+                { "(x)", false },
+                { "x|y", false },
+                { "x\\ y", false },
+        };
+        static char line[TUNE_CMDLINE_MAX + 1];
+        const char *subjects[] = { "placement-latency --child 3", "x placement-latency --child", "vllm serve --model m",
+                                   "vllm  serve", "VLLM SERVE", "", "python3 -m vllm.entrypoints.openai", "xvllm",
+                                   "a+b x|y (x) x y", "a,b=c:d/e_f~g@h%i#j!k&l;m<n>o\"p'q`r" };
+        (void) state;
+
+        for (size_t i = 0; i < ELEMENTSOF(patterns); i++) {
+                char json[512], esc[128];
+                tune_policy *pol = NULL;
+                tune_policy_errors errors = {};
+                regex_t re;
+                size_t k = 0;
+
+                for (const char *c = patterns[i].re; *c; c++) {
+                        if (*c == '"' || *c == '\\')
+                                esc[k++] = '\\';
+                        esc[k++] = *c;
+                }
+                esc[k] = 0;
+                snprintf(json, sizeof json,
+                         "{\"version\": 1, \"processes\": [{\"name\": \"r\", \"match\": {\"cmdline\": \"%s\"}}]}", esc);
+                assert_int_equal(tune_policy_parse_string(json, "t.json", &pol, &errors), 0);
+                tune_policy_errors_done(&errors);
+                const tune_policy_rule *r = &pol->rules[0];
+                assert_true(r->has_match_cmdline);
+                assert_int_equal(r->match_cmdline_literal, patterns[i].literal);
+                assert_int_equal(regcomp(&re, patterns[i].re, REG_EXTENDED | REG_NOSUB), 0);
+
+                for (size_t j = 0; j <= ELEMENTSOF(subjects) + 1; j++) {
+                        fake_proc p = { .comm = "x", .exe = "/x", .uid = 0 };
+                        tune_proc_facts f;
+                        int want;
+
+                        if (j < ELEMENTSOF(subjects)) {
+                                p.cmdline = subjects[j];
+                                want = regexec(&re, subjects[j], 0, NULL, 0) == 0;
+                        } else {
+                                /* The text past the prefix, then across its end: the regex
+                                 * sees the prefix only. */
+                                size_t at = j == ELEMENTSOF(subjects) ? TUNE_MATCH_REGEX_PREFIX + 5
+                                                                        : TUNE_MATCH_REGEX_PREFIX - 3;
+                                memset(line, 'z', sizeof line - 1);
+                                memcpy(line + at, patterns[i].re, strlen(patterns[i].re));
+                                p.cmdline = line;
+                                char c = line[TUNE_MATCH_REGEX_PREFIX];
+                                line[TUNE_MATCH_REGEX_PREFIX] = 0;
+                                want = regexec(&re, line, 0, NULL, 0) == 0;
+                                line[TUNE_MATCH_REGEX_PREFIX] = c;
+                                if (patterns[i].literal)
+                                        assert_int_equal(want, 0);
+                        }
+                        facts_for(&f, &p);
+                        assert_int_equal(tune_rule_matches(r, &f), want);
+                        tune_proc_facts_done(&f);
+                }
+                regfree(&re);
+                tune_policy_free(pol);
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_criteria),
@@ -349,6 +427,7 @@ int main(void) {
                 cmocka_unit_test(test_policy_order_and_retitle),
                 cmocka_unit_test(test_rank),
                 cmocka_unit_test(test_regex_prefix),
+                cmocka_unit_test(test_cmdline_literal),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

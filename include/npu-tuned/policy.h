@@ -140,6 +140,8 @@ typedef struct tune_policy_rule {
         regex_t match_cmdline; /* POSIX ERE over cmdline with NULs turned into spaces;
                                 * compiled REG_EXTENDED | REG_NOSUB */
         bool has_match_cmdline;
+        bool match_cmdline_literal; /* the ERE is plain printable ASCII text, no operator: a
+                                     * substring search (memmem) gives regexec()'s answer */
         uid_t *match_uids;   /* any of these real uids; names resolved at load */
         unsigned n_match_uids;
         char *match_cgroup;  /* prefix of the process's cgroup v2 path, on a '/' boundary:

@@ -635,6 +635,15 @@ static bool compile_regex(sctx *c, const char *src, int flags, regex_t *ret) {
         return true;
 }
 
+/* An ERE that is only text: printable ASCII with none of ERE's special characters, which
+ * matches exactly where it occurs as a substring (the cmdline criterion's fast path). */
+static bool regex_is_literal(const char *src) {
+        for (const char *p = src; *p; p++)
+                if (*p < 0x20 || *p > 0x7e || strchr(".[]()*+?{}|^$\\", *p))
+                        return false;
+        return true;
+}
+
 /* A glob; for comm and thread names (15 bytes at most) also whether it can match at all. */
 static bool glob_value(sctx *c, json_object *v, bool comm, const char **ret) {
         const char *g, *why;
@@ -1144,6 +1153,7 @@ static void parse_match(sctx *c, json_object *o, tune_policy_rule *r) {
                 size_t saved = push_key(c, "cmdline");
                 if (compile_regex(c, s, REG_NOSUB, &r->match_cmdline)) {
                         r->has_match_cmdline = true;
+                        r->match_cmdline_literal = regex_is_literal(s);
                         (void) dup_string(c, s, &r->match_cmdline_src);
                         if (s[0] != '^' && strstr(s, ".*"))
                                 schema_warning(c, "is not anchored with '^' and has \".*\": on a long command line (any user "

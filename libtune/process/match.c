@@ -105,7 +105,14 @@ static int check_volatile(const tune_policy_rule *r, tune_proc_facts *f) {
                         return 0;
         }
         if (r->has_match_cmdline) {
-                if (!tune_proc_facts_get(f, TUNE_FACT_CMDLINE) || regex_prefix_exec(&r->match_cmdline, f->cmdline, 0, NULL) != 0)
+                if (!tune_proc_facts_get(f, TUNE_FACT_CMDLINE))
+                        return 0;
+                if (r->match_cmdline_literal && r->match_cmdline_src) {
+                        /* The regex's answer over the same prefix, without its automaton. */
+                        size_t len = strnlen(f->cmdline, TUNE_MATCH_REGEX_PREFIX);
+                        if (!memmem(f->cmdline, len, r->match_cmdline_src, strlen(r->match_cmdline_src)))
+                                return 0;
+                } else if (regex_prefix_exec(&r->match_cmdline, f->cmdline, 0, NULL) != 0)
                         return 0;
         }
         return 1;
