@@ -30,10 +30,18 @@ struct Placement {
         tune_topology *topology;
         const char *state_dir;
         /* The state directory, held open for the affinity records once a walk from "/"
-         * has accepted it (tune_state_dir_open()): a record is then one create and one
-         * write, its removal one unlink. < 0 until then, and again after a failed write,
+         * has accepted it (tune_state_dir_open()): a first record is then one write (into
+         * the ready record, or a create and a write), its removal one unlink. < 0 until then, and again after a failed write,
          * so that the next one walks anew (a directory removed meanwhile is recreated). */
         int state_dfd;
+        /* The ready record (affinity-record.h), made after a pin for the next process's
+         * first record, which is then one pwrite() before that process's first pin: < 0
+         * when there is none (before the first record, after a failure). ready_pid: the
+         * process it was just filled for, renamed to that one's record right after its set
+         * (0: empty). */
+        int ready_fd;
+        pid_t ready_pid;
+        bool ready_failed;
         const tune_accels *accels; /* of the current policy load */
         bool dry_run;
         Watcher *watcher;
@@ -238,11 +246,31 @@ static int record_set_plan_sets(const placed_process *pp, tune_affinity_original
 
 static void record_remove(Placement *p, placed_process *pp);
 
-/* Write pp's record in the held state directory (first: its first record), walking to it
- * anew once when the held one fails. */
+/* The ready record goes (its directory is walked anew, the daemon stops). */
+static void ready_drop(Placement *p) {
+        if (p->ready_fd < 0)
+                return;
+        if (p->state_dfd >= 0)
+                (void) tune_affinity_record_drop_ready_at(p->state_dfd);
+        close(p->ready_fd);
+        p->ready_fd = -EBADF;
+        p->ready_pid = 0;
+}
+
+/* Write pp's record in the held state directory (first: its first record, into the ready
+ * record when there is one), walking to it anew once when the held one fails. */
 static int record_save(Placement *p, const tune_affinity_record *rec, bool first) {
         int r = -EBADF;
 
+        if (first && p->ready_fd >= 0 && p->state_dfd >= 0) {
+                r = tune_affinity_record_fill_ready(p->ready_fd, rec);
+                if (r >= 0) {
+                        p->ready_pid = rec->originals.pid;
+                        return 0;
+                }
+                /* Too long for one write, or the write failed (the file is left empty):
+                 * the create way. */
+        }
         for (unsigned attempt = 0; attempt < 2; attempt++) {
                 if (p->state_dfd < 0)
                         p->state_dfd = tune_state_dir_open(p->state_dir, true);
@@ -251,10 +279,51 @@ static int record_save(Placement *p, const tune_affinity_record *rec, bool first
                 r = tune_affinity_record_save_at(p->state_dfd, rec, first);
                 if (r >= 0)
                         return r;
+                ready_drop(p);
                 close(p->state_dfd);
                 p->state_dfd = -EBADF;
         }
         return r;
+}
+
+/* After the set that pp's first record was for: the ready record it was written into
+ * becomes pp's (a rename), and a new one is made for the next process; or, after a first
+ * record written the create way, the first ready record is made. Neither sits before a pin
+ * of a process that has no record yet. */
+static void ready_after_set(Placement *p, placed_process *pp) {
+        int r;
+
+        if (p->ready_pid > 0) {
+                pid_t pid = p->ready_pid;
+
+                p->ready_pid = 0;
+                r = tune_affinity_record_commit_ready_at(p->state_dfd, pid);
+                if (r < 0) {
+                        /* It holds pp's record still: written anew under its own name
+                         * first, then emptied and removed (a filled one left behind would
+                         * be adopted over a newer record at the next start). */
+                        log_warning_errno(r, "Failed to rename the ready affinity record to that of pid %d in %s, "
+                                             "writing it the create way from now on: %m",
+                                          pid, p->state_dir);
+                        if (tune_affinity_record_save_at(p->state_dfd, &pp->record, false) >= 0 &&
+                            ftruncate(p->ready_fd, 0) >= 0)
+                                (void) tune_affinity_record_drop_ready_at(p->state_dfd);
+                        p->ready_failed = true;
+                }
+                close(p->ready_fd);
+                p->ready_fd = -EBADF;
+        }
+        if (p->ready_fd >= 0 || p->ready_failed || p->state_dfd < 0 || !pp->recorded)
+                return;
+        r = tune_affinity_record_ready_at(p->state_dfd);
+        if (r < 0) {
+                log_debug_errno(r, "Failed to make a ready affinity record in %s, writing first records the create "
+                                   "way: %m",
+                                p->state_dir);
+                p->ready_failed = true;
+                return;
+        }
+        p->ready_fd = r;
 }
 
 /* Persist what thread tid of pp will have after sched_setaffinity(cpus): called by the
@@ -323,6 +392,7 @@ static int recording_set(void *userdata, pid_t tid, const tune_cpuset *cpus) {
         r = tune_affinity_backend_kernel.set(tune_affinity_backend_kernel.userdata, tid, cpus);
         if (r >= 0)
                 pp->owner->last_set_ns = now_ns();
+        ready_after_set(pp->owner, pp);
         return r;
 }
 
@@ -955,6 +1025,7 @@ int placement_new(const placement_inputs *in, Placement **ret) {
         p->topology = in->topology;
         p->state_dir = in->state_dir;
         p->state_dfd = -EBADF;
+        p->ready_fd = -EBADF;
         p->accels = in->accels;
         p->dry_run = in->dry_run;
         p->bus = in->bus;
@@ -978,6 +1049,7 @@ Placement *placement_free(Placement *p) {
         if (reaction_stats_format(&p->reactions, &reactions) >= 0)
                 log_debug("Reaction times (kernel event to the last CPU affinity set): %s.", reactions);
         tune_placer_free(p->placer);
+        ready_drop(p);
         if (p->state_dfd >= 0)
                 close(p->state_dfd);
         free(p->boot_id);

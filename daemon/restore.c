@@ -88,6 +88,15 @@ int restore_affinity_records(const tune_ctx *ctx, const char *state_dir) {
         unsigned n = 0, failed = 0;
         int r;
 
+        pid_t ready_pid;
+
+        /* A ready record a death left filled (affinity-record.h) is its process's record. */
+        r = tune_affinity_record_adopt_ready(state_dir, &ready_pid);
+        if (r < 0)
+                log_warning_errno(r, "Failed to adopt the ready affinity record in %s: %m", state_dir);
+        else if (r > 0)
+                log_info("The ready affinity record in %s holds pid %d's first record: restoring it as such.", state_dir,
+                         ready_pid);
         r = tune_affinity_record_clear_temps(state_dir);
         if (r < 0)
                 log_warning_errno(r, "Failed to remove the temp files of affinity records in %s: %m", state_dir);

@@ -266,6 +266,94 @@ static void test_file_at(void **state) {
         assert_int_equal(rmdir(dir), 0);
 }
 
+/* The ready record: made empty ahead, filled by one write, renamed to its process's record;
+ * invisible to the listing; what a death leaves of it adopted (filled: as its process's
+ * record, over an older one of that pid) or removed (empty, unreadable) at the next start. */
+static void test_ready(void **state) {
+        _cleanup_(tune_affinity_record_done) tune_affinity_record rec = {}, back = {};
+        char dir[] = "/tmp/test-affinity-record-XXXXXX", sub[64], path[128];
+        _cleanup_free_ pid_t *pids = NULL;
+        _cleanup_close_ int dfd = -EBADF;
+        struct stat st;
+        unsigned n = 0;
+        pid_t pid;
+        int fd;
+
+        assert_non_null(mkdtemp(dir));
+        snprintf(sub, sizeof sub, "%s/state", dir);
+        dfd = tune_state_dir_open(sub, true);
+        assert_true(dfd >= 0);
+        snprintf(path, sizeof path, "%s/" TUNE_AFFINITY_RECORD_READY_NAME, sub);
+        make(&rec);
+
+        /* Ready, filled, committed: pid's record, loaded as any other. */
+        fd = tune_affinity_record_ready_at(dfd);
+        assert_true(fd >= 0);
+        assert_int_equal(stat(path, &st), 0);
+        assert_int_equal(st.st_size, 0);
+        assert_int_equal(st.st_mode & 07777, 0600);
+        assert_int_equal(tune_affinity_record_list(sub, &pids, &n), 0);
+        assert_int_equal(n, 0); /* not a record */
+        assert_int_equal(tune_affinity_record_fill_ready(fd, &rec), 0);
+        assert_int_equal(tune_affinity_record_commit_ready_at(dfd, 1234), 0);
+        close(fd);
+        assert_int_equal(stat(path, &st), -1);
+        assert_int_equal(tune_affinity_record_load(sub, 1234, &back), 0);
+        assert_int_equal(back.originals.n, 3);
+        tune_affinity_record_done(&back);
+
+        /* Nothing ready: nothing to adopt. */
+        assert_int_equal(tune_affinity_record_adopt_ready(sub, &pid), 0);
+        /* A death after the fill: adopted over the older record of that pid. */
+        rec.originals.entries[0].tid = 1235;
+        fd = tune_affinity_record_ready_at(dfd);
+        assert_true(fd >= 0);
+        assert_int_equal(tune_affinity_record_fill_ready(fd, &rec), 0);
+        close(fd);
+        assert_int_equal(tune_affinity_record_adopt_ready(sub, &pid), 1);
+        assert_int_equal(pid, 1234);
+        assert_int_equal(stat(path, &st), -1);
+        assert_int_equal(tune_affinity_record_load(sub, 1234, &back), 0);
+        assert_int_equal(back.originals.entries[0].tid, 1235);
+        tune_affinity_record_done(&back);
+        /* A death before the fill (empty), and a leftover that does not parse: removed. */
+        fd = tune_affinity_record_ready_at(dfd);
+        assert_true(fd >= 0);
+        close(fd);
+        assert_int_equal(tune_affinity_record_adopt_ready(sub, &pid), 0);
+        assert_int_equal(stat(path, &st), -1);
+        fd = tune_affinity_record_ready_at(dfd);
+        assert_true(fd >= 0);
+        assert_int_equal(write(fd, "{\"version\":1,", 13), 13);
+        close(fd);
+        /* (ready_at replaces a leftover) */
+        fd = tune_affinity_record_ready_at(dfd);
+        assert_true(fd >= 0);
+        assert_int_equal(fstat(fd, &st), 0);
+        assert_int_equal(st.st_size, 0);
+        assert_int_equal(write(fd, "{\"version\":1,", 13), 13);
+        close(fd);
+        assert_int_equal(tune_affinity_record_adopt_ready(sub, &pid), 0);
+        assert_int_equal(stat(path, &st), -1);
+        assert_int_equal(tune_affinity_record_load(sub, 1234, &back), 0); /* untouched */
+        tune_affinity_record_done(&back);
+
+        /* Too long for one write: refused whole, the ready file left empty. */
+        fd = tune_affinity_record_ready_at(dfd);
+        assert_true(fd >= 0);
+        for (pid_t t = 2000; t < 2400; t++)
+                add_entry(&rec.originals, t, "0-63", "1-3");
+        assert_int_equal(tune_affinity_record_fill_ready(fd, &rec), -E2BIG);
+        assert_int_equal(fstat(fd, &st), 0);
+        assert_int_equal(st.st_size, 0);
+        close(fd);
+        assert_int_equal(unlink(path), 0);
+
+        assert_int_equal(tune_affinity_record_delete_at(dfd, 1234), 0);
+        assert_int_equal(rmdir(sub), 0);
+        assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_roundtrip),
@@ -275,6 +363,7 @@ int main(void) {
                 cmocka_unit_test(test_name),
                 cmocka_unit_test(test_file),
                 cmocka_unit_test(test_file_at),
+                cmocka_unit_test(test_ready),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

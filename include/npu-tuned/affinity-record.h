@@ -6,8 +6,10 @@
  * so that `npu-tuned --restore` (after SIGKILL) and the next start can give them back.
  *
  * One file per process, STATE_DIR/affinity-PID.json, written whole (the first one created
- * by one write(), a rewrite by temp file + rename: tune_state_file_create_at() and
- * tune_state_file_replace_at() in state-file.h) but not fsync'ed: the
+ * by one write() or, from a daemon's second on, written by one pwrite() into the ready
+ * record below and renamed after the pin; a rewrite by temp file + rename:
+ * tune_state_file_create_at() and tune_state_file_replace_at() in state-file.h) but not
+ * fsync'ed: the
  * record must outlive the daemon (SIGKILL, a crash of npu-tuned), and a write() that
  * returned already has: the data is in the kernel's page cache, not in the process, and
  * the rename is visible to every later open. fsync would only add surviving the kernel's own death, and
@@ -59,6 +61,26 @@ int tune_affinity_record_save(const char *state_dir, const tune_affinity_record 
  * (tune_state_file_create_at(): no rename, and a death in the write leaves an empty file,
  * written before any pin); else a rewrite (temp file + rename). */
 int tune_affinity_record_save_at(int dfd, const tune_affinity_record *rec, bool first);
+/* The ready record: STATE_DIR/affinity-ready, made empty ahead of a process's first record
+ * (after an earlier pin, not before this one), so that the first record costs one pwrite()
+ * before the first pin, not a create and a close; the same write as a create's (whole or
+ * empty after a death), on any filesystem. After the pin it is renamed to
+ * affinity-PID.json. Its name is no record's: tune_affinity_record_list() does not see it;
+ * tune_affinity_record_adopt_ready() does, first thing at a start or --restore.
+ * ready_at: creates it (a leftover replaced), returns its fd; fill_ready: the first record
+ * into it (-E2BIG: too long for one write, write it the create way); commit_ready: the
+ * rename to pid's record. */
+#define TUNE_AFFINITY_RECORD_READY_NAME TUNE_AFFINITY_RECORD_PREFIX "ready"
+int tune_affinity_record_ready_at(int dfd);
+int tune_affinity_record_fill_ready(int fd, const tune_affinity_record *rec);
+int tune_affinity_record_commit_ready_at(int dfd, pid_t pid);
+/* Remove the ready record (0 if there is none): at a clean stop, or emptied after a failed commit. */
+int tune_affinity_record_drop_ready_at(int dfd);
+/* The ready record a death left: filled, it is renamed to its process's record (it is
+ * newer than any record of that pid: it is renamed right after its pin, before any other
+ * write for that process) and 1 returned with its pid in *ret_pid; empty or unreadable,
+ * removed (0); none, 0. */
+int tune_affinity_record_adopt_ready(const char *state_dir, pid_t *ret_pid);
 /* -ENOENT when there is none; -ENODATA for an empty one: the daemon died between creating
  * a first record and writing it, so none of the process's threads was pinned. */
 int tune_affinity_record_load(const char *state_dir, pid_t pid, tune_affinity_record *ret);

@@ -44,6 +44,14 @@ int tune_state_file_delete_unsynced(const char *state_dir, const char *name);
 int tune_state_file_create_at(int dfd, const char *name, const char *text);
 int tune_state_file_replace_at(int dfd, const char *name, const char *text);
 int tune_state_file_remove_at(int dfd, const char *name);
+/* A file made ready ahead of its first write, so that the write is all that sits where it
+ * is needed (before a pin): ready creates name empty (a leftover of that name replaced)
+ * and returns its fd; fill writes text into it by one pwrite() at offset 0, with the
+ * create's guarantee (whole or empty after a death; up to TUNE_STATE_FILE_ONE_WRITE_MAX
+ * bytes, else -E2BIG and nothing written); a failed fill leaves the file empty. The
+ * caller then renames it where it belongs (renameat()), after what the write was for. */
+int tune_state_file_ready_at(int dfd, const char *name);
+int tune_state_file_fill(int fd, const char *text);
 
 /* Take the state directory's lock (flock on knobs.lock, held while the fd is open) so that
  * a daemon and `--restore`, or two daemons, never work on one state directory at once.

@@ -186,6 +186,36 @@ int tune_state_file_create_at(int dfd, const char *name, const char *text) {
         return r;
 }
 
+int tune_state_file_ready_at(int dfd, const char *name) {
+        for (unsigned attempt = 0;; attempt++) {
+                int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+                if (fd >= 0)
+                        return fd;
+                if (errno != EEXIST || attempt > 0)
+                        return negative_errno();
+                /* A leftover (whoever starts next adopts or clears it first): ours now. */
+                if (unlinkat(dfd, name, 0) < 0 && errno != ENOENT)
+                        return negative_errno();
+        }
+}
+
+int tune_state_file_fill(int fd, const char *text) {
+        size_t len = strlen(text);
+        ssize_t n;
+        int r;
+
+        if (len > TUNE_STATE_FILE_ONE_WRITE_MAX)
+                return -E2BIG;
+        do
+                n = pwrite(fd, text, len, 0);
+        while (n < 0 && errno == EINTR);
+        if (n == (ssize_t) len)
+                return 0;
+        r = n < 0 ? negative_errno() : -EIO; /* a short write: the filesystem is full */
+        (void) ftruncate(fd, 0);
+        return r;
+}
+
 int tune_state_file_remove_at(int dfd, const char *name) {
         if (unlinkat(dfd, name, 0) < 0 && errno != ENOENT)
                 return negative_errno();

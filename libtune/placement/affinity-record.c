@@ -328,18 +328,75 @@ int tune_affinity_record_save(const char *state_dir, const tune_affinity_record 
         return tune_affinity_record_save_at(dfd, rec, false);
 }
 
+/* The text of a record that names a process. */
+static int format_named(const tune_affinity_record *rec, char **ret) {
+        if (rec->originals.pid <= 0)
+                return -EINVAL;
+        return tune_affinity_record_format(rec, ret);
+}
+
 int tune_affinity_record_save_at(int dfd, const tune_affinity_record *rec, bool first) {
         _cleanup_free_ char *text = NULL;
         char name[64];
         int r;
 
-        if (rec->originals.pid <= 0)
-                return -EINVAL;
-        r = tune_affinity_record_format(rec, &text);
+        r = format_named(rec, &text);
         if (r < 0)
                 return r;
         record_name(rec->originals.pid, name);
         return first ? tune_state_file_create_at(dfd, name, text) : tune_state_file_replace_at(dfd, name, text);
+}
+
+int tune_affinity_record_ready_at(int dfd) {
+        return tune_state_file_ready_at(dfd, TUNE_AFFINITY_RECORD_READY_NAME);
+}
+
+int tune_affinity_record_fill_ready(int fd, const tune_affinity_record *rec) {
+        _cleanup_free_ char *text = NULL;
+        int r;
+
+        r = format_named(rec, &text);
+        if (r < 0)
+                return r;
+        return tune_state_file_fill(fd, text);
+}
+
+int tune_affinity_record_commit_ready_at(int dfd, pid_t pid) {
+        char name[64];
+
+        record_name(pid, name);
+        if (renameat(dfd, TUNE_AFFINITY_RECORD_READY_NAME, dfd, name) < 0)
+                return negative_errno();
+        return 0;
+}
+
+int tune_affinity_record_drop_ready_at(int dfd) {
+        return tune_state_file_remove_at(dfd, TUNE_AFFINITY_RECORD_READY_NAME);
+}
+
+int tune_affinity_record_adopt_ready(const char *state_dir, pid_t *ret_pid) {
+        _cleanup_(tune_affinity_record_done) tune_affinity_record rec = {};
+        _cleanup_close_ int dfd = -EBADF;
+        _cleanup_free_ char *text = NULL;
+        size_t len;
+        int r;
+
+        *ret_pid = 0;
+        r = tune_state_file_read(state_dir, TUNE_AFFINITY_RECORD_READY_NAME, TUNE_AFFINITY_RECORD_SIZE_MAX, &text, &len);
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return r;
+        dfd = tune_state_dir_open(state_dir, false);
+        if (dfd < 0)
+                return dfd;
+        if (len == 0 || tune_affinity_record_parse(text, len, &rec) < 0 || rec.originals.pid <= 0)
+                return tune_state_file_remove_at(dfd, TUNE_AFFINITY_RECORD_READY_NAME);
+        r = tune_affinity_record_commit_ready_at(dfd, rec.originals.pid);
+        if (r < 0)
+                return r;
+        *ret_pid = rec.originals.pid;
+        return 1;
 }
 
 int tune_affinity_record_delete_at(int dfd, pid_t pid) {

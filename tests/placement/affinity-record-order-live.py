@@ -28,7 +28,13 @@ Asserted from the kernel and the state directory:
   7. the first record is created under its own name and written by one write(): the daemon
      killed at that write (strace, -P on the record) leaves an empty record and no thread
      pinned, and --restore removes the empty record (and a stale temp file) and leaves
-     the threads as they are.
+     the threads as they are;
+  8. after a first placement the next process's first record goes into the ready record
+     (STATE_DIR/affinity-ready, made empty after that first pin) by one pwrite() before its
+     pin, and is renamed to its own name after it: the daemon killed at that pwrite leaves
+     the ready record empty and nothing pinned; killed at the rename (the main thread
+     pinned, its record only in the ready one), --restore adopts it and gives every thread
+     its original; each time no affinity file is left.
 Needs root in the initial namespaces (and mount(8)), 2 online CPUs and strace (Debian's, in the test
 dependencies): skips (77) and says which otherwise.
 Usage: affinity-record-order-live.py NPU_TUNED THREADS_TARGET"""
@@ -268,7 +274,30 @@ with tempfile.TemporaryDirectory(dir="/var/tmp") as tmp:
         if mounted:
             subprocess.run(["umount", mnt])
         run.close()
-print("affinity-record-order-live: all passed")
+def gated_target():
+    """A threads-target that waits for the write end returned (a tracer attached first) to exec."""
+    go_r, go_w = os.pipe()
+    child = os.fork()
+    if child == 0:
+        os.close(go_w)
+        os.read(go_r, 1)
+        os.execv(target_bin, [target_bin, "--control", "2", "--compute", "2", "--timeout", "60"])
+    os.close(go_r)
+    return child, go_w
+
+
+def end_traced(tracer, child, run):
+    if tracer:
+        tracer.kill()
+        tracer.wait()
+    if child:
+        try:
+            os.kill(child, signal.SIGKILL)
+            os.waitpid(child, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+    run.close()
+
 
 # 7. Killed at the write of a first record: the record is created under its own name and
 # written by one write() before any pin, so the file is empty and nothing is pinned.
@@ -278,13 +307,7 @@ with tempfile.TemporaryDirectory(dir="/var/tmp") as tmp:
     child = None
     try:
         run.start_daemon()
-        go_r, go_w = os.pipe()
-        child = os.fork()
-        if child == 0:  # waits for the tracer, then becomes the target
-            os.close(go_w)
-            os.read(go_r, 1)
-            os.execv(target_bin, [target_bin, "--control", "2", "--compute", "2", "--timeout", "60"])
-        os.close(go_r)
+        child, go_w = gated_target()
         record = os.path.join(run.state_dir, f"affinity-{child}.json")
         tracer = strace_attached(run.daemon.pid, "-P", record, "-e", "trace=write",
                                  "-e", "inject=write:signal=SIGKILL:when=1")
@@ -312,13 +335,66 @@ with tempfile.TemporaryDirectory(dir="/var/tmp") as tmp:
             fail(f"--restore of an empty record changed the target's threads: {affinities(child)}")
         print("ok: killed at the first record's write: an empty record, nothing pinned; --restore removes it and a stale temp file")
     finally:
-        if tracer:
-            tracer.kill()
-            tracer.wait()
-        if child:
+        end_traced(tracer, child, run)
+
+# 8. The ready record, the first record of every process after the first: one pwrite()
+# before the pin, a rename after it; killed at either, nothing is lost.
+def place_one_and_end(run):
+    pid = run.start_target(late=False)
+    livetest.wait_placed(pid, 5, control_cpu, compute_cpu)
+    run.target.kill()
+    run.target.wait()
+    run.target = None
+    time.sleep(0.2)  # its exit handled
+
+
+for kill_at in ("pwrite64", "renameat"):
+    with tempfile.TemporaryDirectory(dir="/var/tmp") as tmp:
+        run = livetest.Run(npu_tuned, target_bin, policy, tmp)
+        tracer = None
+        child = None
+        try:
+            run.start_daemon()
+            place_one_and_end(run)
+            ready = os.path.join(run.state_dir, "affinity-ready")
+            if not os.path.exists(ready) or os.path.getsize(ready) != 0:
+                fail(f"after a first placement there is no empty ready record: {os.listdir(run.state_dir)}")
+            child, go_w = gated_target()
+            # The fill is the only pwrite64 on the ready record; the rename onto the child's
+            # record the only renameat of a placement of 4 threads in 2 roles (case 5).
+            where = ["-P", ready] if kill_at == "pwrite64" else []
+            tracer = strace_attached(run.daemon.pid, *where, "-e", f"trace={kill_at}",
+                                     "-e", f"inject={kill_at}:signal=SIGKILL:when=1")
+            os.write(go_w, b"x")
+            os.close(go_w)
             try:
-                os.kill(child, signal.SIGKILL)
-                os.waitpid(child, 0)
-            except (ProcessLookupError, ChildProcessError):
-                pass
-        run.close()
+                run.daemon.wait(10)
+            except subprocess.TimeoutExpired:
+                fail(f"the daemon was not killed at the {kill_at} of the ready record")
+            run.daemon = None
+            time.sleep(0.2)  # the target's threads are up
+            pinned = {tid: a for tid, (comm, a) in affinities(child).items() if a != original}
+            left = records(run.state_dir)
+            if kill_at == "pwrite64":
+                if os.path.getsize(ready) != 0 or left or pinned:
+                    fail(f"killed at the ready record's write: its size {os.path.getsize(ready)}, records {left}, "
+                         f"pinned {pinned} (want empty, none, none)")
+            else:
+                with open(ready) as f:
+                    rec = json.load(f)
+                if rec.get("pid") != child or left or child not in pinned:
+                    fail(f"killed at the ready record's rename: it holds {rec}, records {left}, pinned {pinned} (want "
+                         f"pid {child}'s record, no other, its main thread pinned)")
+            run.restore()
+            left = sorted(n for n in os.listdir(run.state_dir) if n.startswith("affinity-"))
+            if left:
+                fail(f"killed at the ready record's {kill_at}, --restore left {left}")
+            moved = {tid: (comm, sorted(a)) for tid, (comm, a) in affinities(child).items() if a != original}
+            if moved:
+                fail(f"killed at the ready record's {kill_at}, then --restore: threads not on their original: {moved}")
+            what = "empty, nothing pinned" if kill_at == "pwrite64" else "the main thread pinned, the record in it"
+            print(f"ok: killed at the ready record's {kill_at} ({what}); --restore leaves every thread on its "
+                  "original and no affinity file")
+        finally:
+            end_traced(tracer, child, run)
+print("affinity-record-order-live: all passed")
