@@ -168,9 +168,20 @@ Entry *watcher_lookup_managed_event(Watcher *w, pid_t pid) {
         return watcher_lookup_managed(w, pid);
 }
 
-int entry_on_pidfd(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+static int entry_on_pidfd(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Entry *e = userdata;
 
         entry_release(e, WATCHER_EXIT_EXITED);
         return 0;
+}
+
+/* Release e when its pidfd says the process is gone (once watched, until released). */
+void entry_watch_pidfd(Entry *e) {
+        int r;
+
+        if (e->exit_source || e->p.pidfd < 0)
+                return;
+        r = sd_event_add_io(e->w->event, &e->exit_source, e->p.pidfd, EPOLLIN, entry_on_pidfd, e);
+        if (r < 0)
+                log_debug_errno(r, "Failed to watch pidfd of %d, relying on exit events: %m", (int) e->p.pid);
 }

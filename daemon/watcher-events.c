@@ -197,6 +197,7 @@ static void handle_exit(Watcher *w, pid_t pid, pid_t tgid) {
                 managed_thread *t = managed_process_find_thread(&e->p, pid);
 
                 e->leader_exited = true;
+                entry_watch_pidfd(e);
                 if (t)
                         entry_emit_thread_exit(e, t);
                 return;

@@ -108,7 +108,7 @@ void entry_release(Entry *e, watcher_exit_reason reason);
 int entry_alive(Entry *e);
 Entry *watcher_lookup_managed(Watcher *w, pid_t pid);
 Entry *watcher_lookup_managed_event(Watcher *w, pid_t pid);
-int entry_on_pidfd(sd_event_source *s, int fd, uint32_t revents, void *userdata);
+void entry_watch_pidfd(Entry *e);
 
 /* Budgets: entries per user, room for a real match (watcher-budget.c). */
 unsigned watcher_budget_per_uid(const Watcher *w);

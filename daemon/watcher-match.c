@@ -219,9 +219,11 @@ static int entry_manage(Entry *e, int *pidfd, bool at_exec) {
                 log_debug_errno(errno, "pidfd_open(%d) failed, checking start times instead: %m", (int) e->p.pid);
         else {
                 e->p.pidfd = fd;
-                r = sd_event_add_io(w->event, &e->exit_source, fd, EPOLLIN, entry_on_pidfd, e);
-                if (r < 0)
-                        log_debug_errno(r, "Failed to watch pidfd of %d, relying on exit events: %m", (int) e->p.pid);
+                /* Matched at its exec, its main thread is the one that exec'd: its EXIT event
+                 * comes when it exits, and the pidfd is watched only if others run on then
+                 * (handle_exit()); found otherwise, its main thread may have left already. */
+                if (!at_exec)
+                        entry_watch_pidfd(e);
         }
         /* At its exec a process has one thread, the main one (the kernel ends the others
          * before the exec completes), and each thread it starts after has a FORK event

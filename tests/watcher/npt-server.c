@@ -23,6 +23,8 @@
  *   npt-server tgi N            like text-generation-launcher: execs N shards
  *                               "npt-server tgi-shard" with RANK=i in their environment
  *   npt-server threads          steps on SIGUSR1: create a thread, rename it, end it
+ *   npt-server leader-exits     on SIGUSR2 the main thread leaves, "lead_worker" runs on;
+ *                               steps on SIGUSR1: create a thread, end the process
  *   npt-server open-device PATH MS   opens PATH (a device node) after MS milliseconds
  *   npt-server pause ...        just waits
  * Every mode ends waiting for a signal; children die with the parent (PR_SET_PDEATHSIG). */
@@ -252,6 +254,43 @@ static _Noreturn void mode_threads(void) {
         }
 }
 
+/* On SIGUSR2 the main thread leaves (pthread_exit) and "lead_worker" runs on: on the first SIGUSR1
+ * it starts a thread, on the second it ends the process (exit() from that thread), which
+ * then sends no EXIT event of its main thread: that one came when the thread left. */
+static void *lead_worker(void *arg) {
+        sigset_t set;
+        int sig;
+
+        sigemptyset(&set);
+        sigaddset(&set, SIGUSR1);
+        while (sigwait(&set, &sig) != 0)
+                ;
+        pthread_create(&step_thread, NULL, stepped, NULL);
+        while (sigwait(&set, &sig) != 0)
+                ;
+        exit(0);
+}
+
+static _Noreturn void mode_leader_exits(void) {
+        sigset_t set, usr2;
+        pthread_t t;
+        int sig;
+
+        sigemptyset(&set);
+        sigaddset(&set, SIGUSR1);
+        sigaddset(&set, SIGUSR2);
+        pthread_sigmask(SIG_BLOCK, &set, NULL); /* before any thread: they inherit it */
+        pthread_create(&t, NULL, lead_worker, NULL);
+        pthread_setname_np(t, "lead_worker");
+        /* Until SIGUSR2, so that a watcher can read its executable: a main thread gone
+         * leaves no /proc/PID/exe. */
+        sigemptyset(&usr2);
+        sigaddset(&usr2, SIGUSR2);
+        while (sigwait(&usr2, &sig) != 0)
+                ;
+        pthread_exit(NULL);
+}
+
 static int mode_open_device(const char *path, unsigned ms) {
         msleep(ms);
         if (open(path, O_RDONLY) < 0) {
@@ -295,6 +334,8 @@ int main(int argc, char *argv[]) {
                 return mode_tgi(atoi(argv[2]));
         if (strcmp(mode, "threads") == 0)
                 mode_threads();
+        if (strcmp(mode, "leader-exits") == 0)
+                mode_leader_exits();
         if (strcmp(mode, "open-device") == 0 && argc == 4)
                 return mode_open_device(argv[2], (unsigned) atoi(argv[3]));
         /* pause, mindie-backend, tgi-shard, anything else: wait */

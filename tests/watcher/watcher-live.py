@@ -650,8 +650,51 @@ def t_reload():
         kill_group(p)
 
 
+def t_leader_exits():
+    """A process matched at its exec whose main thread leaves while another runs on: a
+    thread it starts after that is still seen (its pidfd asked, no longer the event stream),
+    and its end, which sends no EXIT of its main thread, is seen at once by its pidfd, not
+    at a reconcile (set to a minute here)."""
+    require_root()
+    probe = Probe(["--rule", "lead", "--exe", SERVER, "--cmdline", "npt-server leader-exits$",
+                   "--reconcile-ms", "60000"])
+    s = start([SERVER, "leader-exits"])
+    probe.matched(s.pid, 5)
+    deadline = time.monotonic() + 10
+    while len(os.listdir(f"/proc/{s.pid}/task")) < 2:  # lead_worker up: the signals are blocked
+        check(time.monotonic() < deadline, "lead_worker did not start")
+        time.sleep(0.01)
+    os.kill(s.pid, signal.SIGUSR2)
+    while True:  # the main thread a zombie beside lead_worker (SIGUSR1 blocked in it)
+        try:
+            tasks = os.listdir(f"/proc/{s.pid}/task")
+            with open(f"/proc/{s.pid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+            if len(tasks) == 2 and state == "Z":
+                break
+        except OSError:
+            pass
+        check(time.monotonic() < deadline, "the main thread did not leave")
+        time.sleep(0.01)
+    probe.wait(lambda l: l.kind == "thread_exit" and l.int("pid") == s.pid and l.int("tid") == s.pid, 5,
+               "the main thread's exit")
+    n = probe.r.count()
+    os.kill(s.pid, signal.SIGUSR1)
+    probe.wait(lambda l: l.kind == "thread_new" and l.int("pid") == s.pid, 5,
+               "the thread started after the main thread left", start=n)
+    t0 = time.monotonic()
+    os.kill(s.pid, signal.SIGUSR1)
+    probe.wait(lambda l: l.kind == "exit" and l.int("pid") == s.pid and l["reason"] == "exited", 5,
+               "the end of the process", start=n)
+    check(time.monotonic() - t0 < 2, f"its end was seen only after {time.monotonic() - t0:.1f} s")
+    st = probe.stats()
+    check(st.int("managed") == 0, f"an entry left after the process ended: {st}")
+    probe.stop()
+
+
 TESTS = {
     "basic": t_basic,
+    "leader-exits": t_leader_exits,
     "reload": t_reload,
     "servers": t_servers,
     "devices": t_devices,
