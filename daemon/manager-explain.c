@@ -21,8 +21,10 @@ int manager_explain(Manager *m, pid_t pid, json_object **ret) {
         bool retitle = false;
 
         if (mp) {
-                int r = explain_process_to_json(mp, m->placement ? placement_get(m->placement, mp) : NULL,
-                                                placement_locality(mp), EXPLAIN_SOURCE_DAEMON, ret);
+                _cleanup_(tune_plan_done) tune_plan pl = {};
+                bool planned = m->placement && placement_explain_plan(m->placement, mp, &pl) >= 0;
+                int r = explain_process_to_json(mp, planned ? &pl : NULL, placement_locality(mp), EXPLAIN_SOURCE_DAEMON,
+                                                ret);
                 if (r >= 0 && m->placement && (r = placement_describe(m->placement, mp, *ret)) < 0) {
                         json_object_put(*ret);
                         *ret = NULL;

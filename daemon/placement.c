@@ -118,6 +118,10 @@ const tune_plan *placement_get(const Placement *p, const managed_process *mp) {
         return tune_placer_get(p->placer, placement_key(mp->pid, mp->start_time));
 }
 
+int placement_explain_plan(const Placement *p, const managed_process *mp, tune_plan *ret) {
+        return tune_placer_explain(p->placer, placement_key(mp->pid, mp->start_time), ret);
+}
+
 double placement_locality(const managed_process *mp) {
         const placed_process *pp = mp->userdata;
         return pp ? pp->locality : -1;
@@ -135,10 +139,17 @@ static managed_process *find_process(Placement *p, uint64_t key) {
         return mp;
 }
 
-static void log_placement(const managed_process *mp, const tune_plan *pl, bool dry_run) {
+static void log_placement(const Placement *p, const managed_process *mp, const tune_plan *pl, bool dry_run) {
         _cleanup_free_ char *pool = NULL, *control = NULL, *compute = NULL, *mem = NULL, *accels = NULL;
         const placed_process *pp = mp->userdata;
+        _cleanup_(tune_plan_done) tune_plan explained = {};
         char label[200];
+
+        /* The placer plans without reasons (new_placer()): where this says them, plan
+         * again with them. */
+        if (pl->no_reasons && (pl->action != TUNE_PLAN_PLACE || pl->cpuset_far || log_get_max_level() >= LOG_DEBUG) &&
+            tune_placer_explain(p->placer, pp->key, &explained) >= 0)
+                pl = &explained;
 
         (void) tune_attribution_format_accels(&mp->attribution, &accels);
         process_cpuset_label(&pp->cpuset, label, sizeof label);
@@ -643,7 +654,7 @@ static void place(Placement *p, managed_process *mp) {
                 if (same)
                         log_debug("pid %d planned again: its placement is unchanged.", mp->pid);
                 else
-                        log_placement(mp, pl, true);
+                        log_placement(p, mp, pl, true);
                 tune_keys_done(&changed);
                 return;
         }
@@ -653,7 +664,7 @@ static void place(Placement *p, managed_process *mp) {
         if (same)
                 log_debug("pid %d planned again: its placement is unchanged.", mp->pid);
         else
-                log_placement(mp, pl, false);
+                log_placement(p, mp, pl, false);
         apply_changed(p, &changed);
         tune_keys_done(&changed);
         arm_memory(p, mp, pp, pl);
@@ -931,7 +942,7 @@ static void on_process_reconciled(Watcher *w, managed_process *mp, void *userdat
                 if (pl->action == TUNE_PLAN_PLACE)
                         event_process_placed(p->bus, mp, pl, pp->cpuset.container);
                 else
-                        log_placement(mp, pl, false);
+                        log_placement(p, mp, pl, false);
                 apply_process(p, mp);
                 apply_changed(p, &changed);
                 tune_keys_done(&changed);
@@ -990,6 +1001,9 @@ const watcher_ops placement_watcher_ops = {
 static int new_placer(const tune_topology *topology, const tune_policy *policy, tune_placer **ret) {
         tune_plan_params params = {
                 .housekeeping_cpus_per_node = policy ? policy->host.irq_housekeeping_cpus_per_node : 0,
+                /* Each (re)plan, before a new process's first pin among others, formats
+                 * no reasons; an explain or a log line that shows them plans again. */
+                .no_reasons = true,
         };
         int r = tune_placer_new(topology, &params, ret);
         if (r < 0)

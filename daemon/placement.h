@@ -43,6 +43,9 @@ int placement_describe(const Placement *p, const managed_process *mp, struct jso
 
 /* The managed process's current plan (NULL when not placed), for --explain/D-Bus. */
 const tune_plan *placement_get(const Placement *p, const managed_process *mp);
+/* placement_get() with the plan's reasons (planned again for them), into *ret
+ * (tune_plan_done() it); -ENOENT when mp is not planned. */
+int placement_explain_plan(const Placement *p, const managed_process *mp, tune_plan *ret);
 
 /* % of mp's memory on its memory node(s) when last verified from numa_maps; < 0: not
  * measured (yet). */

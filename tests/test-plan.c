@@ -664,14 +664,35 @@ static void test_placement_json(void **state) {
         tune_plan_done(&out);
 }
 
+/* The decisions of two plans, not their reasons. */
+static void assert_same_decisions(const tune_plan *a, const tune_plan *b) {
+        assert_int_equal(a->action, b->action);
+        assert_true(tune_cpuset_equal(&a->home_nodes, &b->home_nodes));
+        assert_true(tune_cpuset_equal(&a->pool, &b->pool));
+        for (unsigned r = 0; r < _TUNE_ROLE_MAX; r++)
+                assert_true(tune_cpuset_equal(&a->role_cpus[r], &b->role_cpus[r]));
+        assert_true(tune_cpuset_equal(&a->borrowed_nodes, &b->borrowed_nodes));
+        assert_true(tune_cpuset_equal(&a->mem_nodes, &b->mem_nodes));
+        assert_int_equal(a->cpus_wanted, b->cpus_wanted);
+        assert_int_equal(a->shared, b->shared);
+        assert_int_equal(a->memory_decided, b->memory_decided);
+        assert_int_equal(a->in_cpuset, b->in_cpuset);
+        assert_int_equal(a->cpuset_far, b->cpuset_far);
+        assert_int_equal(a->independent, b->independent);
+}
+
 /* Random arrivals, exits and cpuset changes on the Atlas: the invariants hold after every
  * step, and the placer's shortcut for a process whose plan is independent of the others'
  * (planned alone, nobody else re-planned) leaves every plan as re-planning all of them
- * would: a full re-plan right after changes none. */
+ * would: a full re-plan right after changes none. A twin placer that plans without reasons
+ * (the daemon's) makes the same decisions at every step, keeps no reasons, and explains
+ * each plan with the reasons the first one has. */
 static void test_placer_random(void **state) {
         _cleanup_(tune_topology_freep) tune_topology *t = fake_atlas_800i_a2();
         _cleanup_(tune_placer_freep) tune_placer *p = NULL;
         tune_plan_params params = { .housekeeping_cpus_per_node = 2 };
+        tune_plan_params quiet_params = { .housekeeping_cpus_per_node = 2, .no_reasons = true };
+        _cleanup_(tune_placer_freep) tune_placer *quiet = NULL;
         tune_policy_rule rules[6] = { make_rule(2, 8, 0), make_rule(2, 0, 0), make_rule(0, 4, 8 * GIB_KIB), make_rule(6, 18, 0),
                                       make_rule(1, 1, 0), make_rule(1, 1, 0) };
         tune_plan_cpuset cpuset = {};
@@ -691,6 +712,7 @@ static void test_placer_random(void **state) {
         for (int i = 0; i < 8; i++)
                 npus[i] = fake_accel("ascend", i, "0000:00:00.0", i == 7 ? -1 : i);
         assert_int_equal(tune_placer_new(t, &params, &p), 0);
+        assert_int_equal(tune_placer_new(t, &quiet_params, &quiet), 0);
         for (unsigned step = 0; step < 400; step++) {
                 tune_keys changed = {};
                 seed = seed * 1103515245u + 12345u;
@@ -700,13 +722,19 @@ static void test_placer_random(void **state) {
                         unsigned na = 1 + (x >> 4) % 2, first = (x >> 6) % 8;
                         const tune_accel *two[2] = { &npus[first], &npus[(first + 3) % 8] };
                         assert_int_equal(tune_placer_set(p, key, &rules[(x >> 9) % 6], two, na, &changed), 0);
+                        tune_keys_done(&changed);
+                        assert_int_equal(tune_placer_set(quiet, key, &rules[(x >> 9) % 6], two, na, &changed), 0);
                         live[n_live++] = key;
                 } else if (x % 7 == 0) {
                         unsigned i = (x >> 4) % n_live;
                         assert_true(tune_placer_set_cpuset(p, live[i], (x >> 8) % 2 ? &cpuset : NULL, &changed) >= 0);
+                        tune_keys_done(&changed);
+                        assert_true(tune_placer_set_cpuset(quiet, live[i], (x >> 8) % 2 ? &cpuset : NULL, &changed) >= 0);
                 } else {
                         unsigned i = (x >> 4) % n_live;
                         assert_int_equal(tune_placer_remove(p, live[i], &changed), 0);
+                        tune_keys_done(&changed);
+                        assert_int_equal(tune_placer_remove(quiet, live[i], &changed), 0);
                         live[i] = live[--n_live];
                 }
                 tune_keys_done(&changed);
@@ -714,11 +742,26 @@ static void test_placer_random(void **state) {
 
                 tune_plan all[64];
                 for (unsigned i = 0; i < n_live; i++) {
+                        tune_plan explained = {};
+
                         all[i] = *tune_placer_get(p, live[i]);
                         n_independent += all[i].independent;
+                        const tune_plan *q = tune_placer_get(quiet, live[i]);
+                        assert_same_decisions(&all[i], q);
+                        assert_true(q->no_reasons);
+                        assert_int_equal(q->n_reasons, 0);
+                        assert_int_equal(tune_placer_explain(quiet, live[i], &explained), 0);
+                        assert_same_decisions(&all[i], &explained);
+                        assert_true(all[i].n_reasons > 0);
+                        assert_int_equal(explained.n_reasons, all[i].n_reasons);
+                        for (unsigned k = 0; k < all[i].n_reasons; k++)
+                                assert_string_equal(explained.reasons[k], all[i].reasons[k]);
+                        tune_plan_done(&explained);
                 }
                 assert_invariants(t, &params, all, n_live);
                 assert_int_equal(tune_placer_set_topology(p, t, &changed), 0);
+                assert_int_equal(changed.n, 0);
+                assert_int_equal(tune_placer_set_topology(quiet, t, &changed), 0);
                 assert_int_equal(changed.n, 0);
         }
         assert_true(n_independent > 0);

@@ -71,6 +71,9 @@
 
 typedef struct tune_plan_params {
         unsigned housekeeping_cpus_per_node; /* policy->host.irq_housekeeping_cpus_per_node */
+        bool no_reasons; /* plan without the reasons (the same decisions): for a caller that
+                          * shows them only on demand (tune_placer_explain()); formatting
+                          * them is about 40% of a plan's instructions */
 } tune_plan_params;
 
 typedef enum tune_plan_action {
@@ -98,6 +101,7 @@ typedef struct tune_plan {
                                      * plan neither depends on nor changes any other's */
         char **reasons;             /* human-readable, in the order the decisions were made */
         unsigned n_reasons;
+        bool no_reasons;            /* planned with tune_plan_params.no_reasons: none kept */
 } tune_plan;
 
 void tune_plan_done(tune_plan *p);
@@ -197,6 +201,11 @@ int tune_placer_remove(tune_placer *p, uint64_t key, tune_keys *ret_changed);
 /* The topology changed (CPU hotplug): re-plan everything on the new one. */
 int tune_placer_set_topology(tune_placer *p, const tune_topology *t, tune_keys *ret_changed);
 const tune_plan *tune_placer_get(const tune_placer *p, uint64_t key) _pure_;
+/* tune_placer_get() into *ret (a copy, tune_plan_done() it), with its reasons even when the
+ * placer plans without them: every managed process planned again with reasons (the same
+ * decisions: planning is a function of the requests), the reasons of key's kept. -ENOENT
+ * when key is not planned. */
+int tune_placer_explain(const tune_placer *p, uint64_t key, tune_plan *ret);
 unsigned tune_placer_count(const tune_placer *p) _pure_;
 /* The union of every placed pool: the "inference CPUs" the IRQ knob keeps IRQs off. */
 int tune_placer_inference_cpus(const tune_placer *p, tune_cpuset *ret);

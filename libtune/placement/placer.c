@@ -19,6 +19,10 @@ typedef struct placer_entry {
         tune_claim claim;
         tune_plan plan;
         bool placed;
+        /* The plan its last planning was given as the previous one (moved, not copied, when
+         * plan was replaced): tune_placer_explain() plans again from the same requests. */
+        tune_plan previous;
+        bool has_previous;
         tune_plan_cpuset cpuset;
         bool has_cpuset;
 } placer_entry;
@@ -58,6 +62,7 @@ static void entry_done(placer_entry *e) {
         free(e->accels);
         free(e->accel_ptrs);
         tune_plan_done(&e->plan);
+        tune_plan_done(&e->previous);
         tune_plan_cpuset_done(&e->cpuset);
         memset(e, 0, sizeof *e);
 }
@@ -94,6 +99,19 @@ static bool placement_cpus_equal(const tune_plan *a, const tune_plan *b) {
                 if (!tune_cpuset_equal(&a->role_cpus[i], &b->role_cpus[i]))
                         return false;
         return true;
+}
+
+/* e's new plan: the one it replaces becomes its previous. */
+static void entry_take_plan(placer_entry *e, tune_plan *plan) {
+        tune_plan_done(&e->previous);
+        e->has_previous = e->placed;
+        if (e->placed)
+                e->previous = e->plan;
+        else
+                tune_plan_done(&e->plan);
+        e->plan = *plan;
+        *plan = (tune_plan) {};
+        e->placed = true;
 }
 
 static tune_plan_request entry_request(const placer_entry *e) {
@@ -143,11 +161,8 @@ static int placer_replan(tune_placer *p, const tune_topology *t, uint64_t skip_k
                 tune_keys_done(&changed);
                 return r;
         }
-        for (unsigned i = 0; i < p->n; i++) {
-                tune_plan_done(&p->entries[i].plan);
-                p->entries[i].plan = out[i];
-                p->entries[i].placed = true;
-        }
+        for (unsigned i = 0; i < p->n; i++)
+                entry_take_plan(&p->entries[i], &out[i]);
         free(out);
         p->t = t;
         if (ret_changed) {
@@ -176,9 +191,7 @@ static int placer_plan_alone(tune_placer *p, placer_entry *e) {
                 tune_plan_done(&out);
                 return 0;
         }
-        tune_plan_done(&e->plan);
-        e->plan = out;
-        e->placed = true;
+        entry_take_plan(e, &out);
         return 1;
 }
 
@@ -375,6 +388,55 @@ int tune_placer_set_topology(tune_placer *p, const tune_topology *t, tune_keys *
 const tune_plan *tune_placer_get(const tune_placer *p, uint64_t key) {
         const placer_entry *e = placer_find(p, key);
         return e && e->placed ? &e->plan : NULL;
+}
+
+int tune_placer_explain(const tune_placer *p, uint64_t key, tune_plan *ret) {
+        _cleanup_free_ tune_plan_request *reqs = NULL;
+        _cleanup_free_ tune_plan *out = NULL;
+        tune_plan_params params = p->params;
+        const tune_plan *pl = tune_placer_get(p, key);
+        tune_plan copy = {};
+        unsigned at = 0;
+        int r;
+
+        if (!pl)
+                return -ENOENT;
+        r = tune_plan_copy(&copy, pl);
+        if (r < 0)
+                return r;
+        if (!pl->no_reasons) {
+                *ret = copy;
+                return 0;
+        }
+        reqs = calloc(p->n, sizeof *reqs);
+        out = calloc(p->n, sizeof *out);
+        if (!reqs || !out) {
+                tune_plan_done(&copy);
+                return -ENOMEM;
+        }
+        for (unsigned i = 0; i < p->n; i++) {
+                const placer_entry *e = &p->entries[i];
+
+                reqs[i] = entry_request(e);
+                reqs[i].previous = e->has_previous ? &e->previous : NULL;
+                if (e->key == key)
+                        at = i;
+        }
+        params.no_reasons = false;
+        r = tune_plan_compute(p->t, &params, reqs, p->n, out);
+        if (r < 0) {
+                tune_plan_done(&copy);
+                return r;
+        }
+        /* The decisions are the ones kept (copy); only the reasons are taken. */
+        copy.reasons = TAKE_PTR(out[at].reasons);
+        copy.n_reasons = out[at].n_reasons;
+        out[at].n_reasons = 0;
+        copy.no_reasons = false;
+        for (unsigned i = 0; i < p->n; i++)
+                tune_plan_done(&out[i]);
+        *ret = copy;
+        return 0;
 }
 
 unsigned tune_placer_count(const tune_placer *p) {

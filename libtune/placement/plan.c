@@ -49,6 +49,7 @@ int tune_plan_copy(tune_plan *dst, const tune_plan *src) {
                 .in_cpuset = src->in_cpuset,
                 .cpuset_far = src->cpuset_far,
                 .independent = src->independent,
+                .no_reasons = src->no_reasons,
         };
         int r = 0;
 
@@ -113,7 +114,7 @@ int tune_thread_target_choose(pid_t pid, pid_t tid, tune_thread_name *name, void
         return 0;
 }
 
-_printf_(2, 3) static int add_reason(tune_plan *p, const char *fmt, ...) {
+_printf_(2, 3) static int add_reason_text(tune_plan *p, const char *fmt, ...) {
         va_list ap;
         char *s, **a;
         int r;
@@ -134,6 +135,10 @@ _printf_(2, 3) static int add_reason(tune_plan *p, const char *fmt, ...) {
         p->reasons[p->n_reasons++] = s;
         return 0;
 }
+
+/* A reason, unless the plan is made without them: then its arguments (formatted sets,
+ * sizes) are not even evaluated. */
+#define add_reason(p, ...) ((p)->no_reasons ? 0 : add_reason_text(p, __VA_ARGS__))
 
 /* "3.2 GiB", "512 MiB": memory amounts in reasons. */
 static const char *format_gib(uint64_t kib, char buf[static 32]) {
@@ -1098,6 +1103,7 @@ static int plan_state_init(plan_state *s, const tune_topology *t, const tune_pla
                 plan_claim *c = &s->claims[k];
                 c->req = &reqs[k];
                 c->out = &ret[k];
+                c->out->no_reasons = params && params->no_reasons;
                 c->home = calloc(s->n_nodes ? s->n_nodes : 1, sizeof(bool));
                 c->demand = calloc(s->n_nodes ? s->n_nodes : 1, sizeof(unsigned));
                 c->grant = calloc(s->n_nodes ? s->n_nodes : 1, sizeof(unsigned));
