@@ -31,8 +31,9 @@ struct Placement {
         const char *state_dir;
         /* The state directory, held open for the affinity records once a walk from "/"
          * has accepted it (tune_state_dir_open()): a first record is then one write (into
-         * the ready record, or a create and a write), its removal one unlink. < 0 until then, and again after a failed write,
-         * so that the next one walks anew (a directory removed meanwhile is recreated). */
+         * the ready record, or a create and a write), its removal one unlink. < 0 until
+         * then, and again after a failed write, so that the next one walks anew (a
+         * directory removed meanwhile is recreated). */
         int state_dfd;
         /* The ready record (affinity-record.h), made after a pin for the next process's
          * first record, which is then one pwrite() before that process's first pin: < 0

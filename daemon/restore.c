@@ -86,9 +86,8 @@ int restore_affinity_records(const tune_ctx *ctx, const char *state_dir) {
         _cleanup_free_ pid_t *pids = NULL;
         _cleanup_free_ char *boot_id = NULL;
         unsigned n = 0, failed = 0;
-        int r;
-
         pid_t ready_pid;
+        int r;
 
         /* A ready record a death left filled (affinity-record.h) is its process's record. */
         r = tune_affinity_record_adopt_ready(state_dir, &ready_pid);

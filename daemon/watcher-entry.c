@@ -4,7 +4,6 @@
  * its start time). Releasing an entry is the consumer's last callback for it. */
 #include <errno.h>
 #include <inttypes.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -129,8 +128,7 @@ void entry_release(Entry *e, watcher_exit_reason reason) {
 /* 1: alive and still the same process, 0: gone. */
 int entry_alive(Entry *e) {
         if (e->p.pidfd >= 0) {
-                struct pollfd pfd = { .fd = e->p.pidfd, .events = POLLIN };
-                int r = poll(&pfd, 1, 0);
+                int r = tune_pidfd_exited(e->p.pidfd);
                 if (r < 0)
                         return 1; /* cannot tell: assume alive, the start time check follows elsewhere */
                 return r == 0;

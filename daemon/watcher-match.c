@@ -3,7 +3,6 @@
  * captured at exec, its accelerators attributed, and on re-evaluation what changed. */
 #include <errno.h>
 #include <inttypes.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -194,9 +193,8 @@ static int entry_manage(Entry *e, int *pidfd, bool at_exec) {
                 /* Opened before the stat that gave e its start time (handle_exec()): if
                  * the process it names is alive now, it held the pid all along, so that
                  * stat was its. */
-                struct pollfd pfd = { .fd = *pidfd, .events = POLLIN };
                 fd = TAKE_FD(*pidfd);
-                r = poll(&pfd, 1, 0);
+                r = tune_pidfd_exited(fd);
                 if (r < 0) /* cannot tell: the start time can */
                         r = tune_proc_read_stat(w->ctx, e->p.pid, &st) < 0 || st.start_time != e->p.start_time;
                 if (r != 0) {

@@ -75,6 +75,10 @@ int tune_parse_comm(const char *text, char ret[static TUNE_COMM_MAX]);
  * string that does not fit ends in "...". Never fails; buf is always terminated. */
 void tune_escape(const char *s, char *buf, size_t size);
 
+/* Whether the process a pidfd (pidfd_open()) names has exited: 1 it has, 0 it lives, < 0
+ * the poll failed (cannot tell: each caller decides what that means for it). */
+int tune_pidfd_exited(int pidfd);
+
 /* Readers: each opens below the context's root ("/proc/PID/..."). A vanished process
  * reads as -ENOENT or -ESRCH. */
 int tune_proc_read_stat(const tune_ctx *ctx, pid_t pid, tune_proc_stat *ret);

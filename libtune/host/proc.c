@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -46,6 +47,13 @@ static int pid_path(char *buf, size_t size, pid_t pid, pid_t tid, const char *fi
                 return -ENAMETOOLONG;
         *p = 0;
         return 0;
+}
+
+int tune_pidfd_exited(int pidfd) {
+        struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
+        int r = poll(&pfd, 1, 0);
+
+        return r < 0 ? negative_errno() : r > 0;
 }
 
 int tune_proc_read_stat(const tune_ctx *ctx, pid_t pid, tune_proc_stat *ret) {

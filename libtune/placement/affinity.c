@@ -2,7 +2,6 @@
 #include <errno.h>
 #include <limits.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <sched.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -265,8 +264,7 @@ static bool thread_gone(int dirfd) {
  * others stays a zombie that holds it). A poll that fails cannot tell: gone, so that the
  * set is undone rather than left on a stranger. */
 static bool process_gone(int pidfd) {
-        struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
-        return poll(&pfd, 1, 0) != 0;
+        return tune_pidfd_exited(pidfd) != 0;
 }
 
 /* /proc/PID/task/TID, held open from the look at a thread to the check after its set: it

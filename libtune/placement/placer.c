@@ -126,6 +126,21 @@ static tune_plan_request entry_request(const placer_entry *e) {
         };
 }
 
+/* Every entry's request, in entry order; last_planned: with the previous plan its last
+ * planning was given (tune_placer_explain()), not its current one. NULL: out of memory. */
+static tune_plan_request *placer_requests(const tune_placer *p, bool last_planned) {
+        tune_plan_request *reqs = calloc(p->n ? p->n : 1, sizeof *reqs);
+
+        for (unsigned i = 0; reqs && i < p->n; i++) {
+                const placer_entry *e = &p->entries[i];
+
+                reqs[i] = entry_request(e);
+                if (last_planned)
+                        reqs[i].previous = e->has_previous ? &e->previous : NULL;
+        }
+        return reqs;
+}
+
 /* Re-plan every entry; on success swap the new placements in and report the entries
  * (other than skip_key) whose CPUs changed. On failure nothing changes. */
 static int placer_replan(tune_placer *p, const tune_topology *t, uint64_t skip_key, bool skip, tune_keys *ret_changed) {
@@ -134,14 +149,12 @@ static int placer_replan(tune_placer *p, const tune_topology *t, uint64_t skip_k
         tune_keys changed = {};
         int r;
 
-        reqs = calloc(p->n ? p->n : 1, sizeof *reqs);
+        reqs = placer_requests(p, false);
         out = calloc(p->n ? p->n : 1, sizeof *out);
         if (!reqs || !out) {
                 free(out);
                 return -ENOMEM;
         }
-        for (unsigned i = 0; i < p->n; i++)
-                reqs[i] = entry_request(&p->entries[i]);
         r = tune_plan_compute(t, &p->params, reqs, p->n, out);
         if (r < 0) {
                 free(out);
@@ -408,20 +421,15 @@ int tune_placer_explain(const tune_placer *p, uint64_t key, tune_plan *ret) {
                 *ret = copy;
                 return 0;
         }
-        reqs = calloc(p->n, sizeof *reqs);
+        reqs = placer_requests(p, true);
         out = calloc(p->n, sizeof *out);
         if (!reqs || !out) {
                 tune_plan_done(&copy);
                 return -ENOMEM;
         }
-        for (unsigned i = 0; i < p->n; i++) {
-                const placer_entry *e = &p->entries[i];
-
-                reqs[i] = entry_request(e);
-                reqs[i].previous = e->has_previous ? &e->previous : NULL;
-                if (e->key == key)
+        for (unsigned i = 0; i < p->n; i++)
+                if (p->entries[i].key == key)
                         at = i;
-        }
         params.no_reasons = false;
         r = tune_plan_compute(p->t, &params, reqs, p->n, out);
         if (r < 0) {
