@@ -181,8 +181,11 @@ int main(int argc, char **argv) {
         cmd_sub = argv[2];
         CPU_ZERO(&target);
         CPU_SET(atoi(argv[3]), &target);
-        signal(SIGTERM, on_signal);
-        signal(SIGINT, on_signal);
+        /* Without SA_RESTART (which signal() sets): a blocked recv() returns on the signal,
+         * so the pinner stops at once on a quiet host, not at the next process event. */
+        struct sigaction sa_stop = { .sa_handler = on_signal };
+        sigaction(SIGTERM, &sa_stop, NULL);
+        sigaction(SIGINT, &sa_stop, NULL);
         fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_CONNECTOR);
         if (fd < 0 || bind(fd, (struct sockaddr *) &sa, sizeof sa) < 0) {
                 perror("proc connector");
