@@ -41,8 +41,8 @@ measure() { # PINNER HANDLER PHASE
 
 declare -A ir
 for phase in unmatched matched; do
-        for pinner in floor npu-tmpfs; do
-                if [ "$pinner" = floor ]; then handler=handle; else handler=watcher_on_event; fi
+        for pinner in floor floor-facts npu-tmpfs; do
+                case $pinner in floor*) handler=handle ;; *) handler=watcher_on_event ;; esac
                 read -r _ calls total _ < <(measure "$pinner" "$handler" "$phase")
                 ir[$pinner-$phase]=${total#ir=}
                 ir[$pinner-$phase-calls]=${calls#calls=}
@@ -52,6 +52,8 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'
 div() { awk -v a="$1" -v b="$2" -v m="${3:-1}" 'BEGIN { printf "%.0f", (b > 0 ? a * m / b : 0) }'; }
 f_u=$(div "${ir[floor-unmatched]}" "$execs" 1000) n_u=$(div "${ir[npu-tmpfs-unmatched]}" "$execs" 1000)
 f_e=$(div "${ir[floor-unmatched]}" "${ir[floor-unmatched-calls]}") n_e=$(div "${ir[npu-tmpfs-unmatched]}" "${ir[npu-tmpfs-unmatched-calls]}")
+g_u=$(div "${ir[floor-facts-unmatched]}" "$execs" 1000)
+g_e=$(div "${ir[floor-facts-unmatched]}" "${ir[floor-facts-unmatched-calls]}")
 # The host's own processes keep sending events meanwhile: take them out of the matched
 # phase at the unmatched phase's cost per event. Each matched run makes 11 events the
 # floor subscribes to (fork, exec, 4 thread forks, 5 exits) and 15 for npu-tuned (which
@@ -61,11 +63,12 @@ net() { # TOTAL CALLS PER_EVENT OWN_EVENTS_PER_RUN
                 'BEGIN { bg = c - k * m; if (bg < 0) bg = 0; printf "%.0f", (t - bg * e) / m }'
 }
 f_m=$(net "${ir[floor-matched]}" "${ir[floor-matched-calls]}" "$f_e" 11)
+g_m=$(net "${ir[floor-facts-matched]}" "${ir[floor-facts-matched-calls]}" "$g_e" 11)
 n_m=$(net "${ir[npu-tmpfs-matched]}" "${ir[npu-tmpfs-matched-calls]}" "$n_e" 15)
 echo "instructions in the event handler (callgrind Ir): $execs unmatched execs, then $matched matched processes of 5 threads"
-echo "| | floor | npu-tuned | npu-tuned / floor |"
-echo "|---|---|---|---|"
-echo "| per 1000 unmatched execs (fork + exec + exit each) | $f_u | $n_u | $(ratio "$n_u" "$f_u") |"
-echo "| per event, any kind (unmatched phase) | $f_e | $n_e | $(ratio "$n_e" "$f_e") |"
-echo "| per matched process, with its threads' events (the host's events taken out) | $f_m | $n_m | $(ratio "$n_m" "$f_m") |"
-echo "(events handled: floor ${ir[floor-unmatched-calls]} and ${ir[floor-matched-calls]}, npu-tuned ${ir[npu-tmpfs-unmatched-calls]} and ${ir[npu-tmpfs-matched-calls]} in the two phases; the host's other processes add some to each)"
+echo "| | floor | floor-facts | npu-tuned | npu-tuned / floor | npu-tuned / floor-facts |"
+echo "|---|---|---|---|---|---|"
+echo "| per 1000 unmatched execs (fork + exec + exit each) | $f_u | $g_u | $n_u | $(ratio "$n_u" "$f_u") | $(ratio "$n_u" "$g_u") |"
+echo "| per event, any kind (unmatched phase) | $f_e | $g_e | $n_e | $(ratio "$n_e" "$f_e") | $(ratio "$n_e" "$g_e") |"
+echo "| per matched process, with its threads' events (the host's events taken out) | $f_m | $g_m | $n_m | $(ratio "$n_m" "$f_m") | $(ratio "$n_m" "$g_m") |"
+echo "(events handled: floor ${ir[floor-unmatched-calls]} and ${ir[floor-matched-calls]}, floor-facts ${ir[floor-facts-unmatched-calls]} and ${ir[floor-facts-matched-calls]}, npu-tuned ${ir[npu-tmpfs-unmatched-calls]} and ${ir[npu-tmpfs-matched-calls]} in the two phases; the host's other processes add some to each)"

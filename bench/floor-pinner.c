@@ -5,7 +5,24 @@
  * thread of it on its FORK event. No policy, no roles, no records, no restore: whatever
  * npu-tuned spends beyond this is the price of what it does on top.
  *
- *   floor-pinner EXE_GLOB CMDLINE_SUBSTRING CPU
+ *   floor-pinner [--facts STATE_DIR] EXE_GLOB CMDLINE_SUBSTRING CPU[,THREAD_CPU]
+ *
+ * With THREAD_CPU the main thread goes on CPU and every other thread on THREAD_CPU: the
+ * control/compute split npu-tuned's bench rule makes, migrations included.
+ *
+ * --facts makes the second floor: the same pinner, obliged to know before it pins what
+ * npu-tuned must know, and to know it the least costly way, with none of npu-tuned's
+ * machinery (policy engine, planner, log, D-Bus). Before the first pin: the real uid
+ * (/proc/PID/status; the rule's user, between exe and cmdline as npu-tuned orders its
+ * criteria), a pidfd and the start time (/proc/PID/stat: the record's identity, checked
+ * by the pidfd after the pin), the environment (/proc/PID/environ: the visible-devices
+ * list), the cgroup and its cpuset's two files (the pin stays inside the container's
+ * cpuset), the main thread's original affinity and one write of it into a journal held
+ * open in STATE_DIR (restore after a crash). A new thread: its directory held across its
+ * pin (a reused tid is not pinned unseen), its original affinity. An exit: one journal
+ * line. With THREAD_CPU it does the same job as npu-tuned under the benches' rule: what
+ * npu-tuned spends beyond it is its own overhead, and what it spends beyond the bare floor
+ * is the price of those facts and of the split.
  *
  * Uses the kernel's event filter (Linux 6.6+; older kernels send everything). Runs until
  * SIGTERM/SIGINT, then prints its reaction times (the event's kernel timestamp to its last
@@ -13,26 +30,44 @@
  * namespaces. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <linux/cn_proc.h>
 #include <linux/connector.h>
 #include <linux/netlink.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
 
 #define MAX_MATCHED 1024
 
 static const char *exe_glob, *cmd_sub;
-static cpu_set_t target;
+static cpu_set_t target, thread_target; /* the main thread's, the other threads' */
 static pid_t matched[MAX_MATCHED];
 static volatile sig_atomic_t stop;
+
+/* --facts: the journal of originals, the cpuset hierarchy, each matched process's pidfd. */
+static bool facts;
+static uid_t own_uid; /* the rule's user: the pinner's own */
+static int journal_fd = -1;
+static char cpuset_mnt[256];
+static bool cpuset_v2;
+static int pidfds[MAX_MATCHED];
+static unsigned long facts_seen; /* visible-devices variables found, start times read: kept so nothing is optimised out */
 
 #define MAX_SAMPLES 65536
 static uint64_t reaction[2][MAX_SAMPLES]; /* [0] exec, [1] new thread, in ns */
@@ -86,6 +121,116 @@ static int send_listen(int fd, uint32_t op, uint32_t events) {
         return send(fd, buf, nh->nlmsg_len, 0) < 0 ? -errno : 0;
 }
 
+/* One bounded read of a whole small file: open, read, close, as npu-tuned reads /proc. */
+static ssize_t read_small(const char *path, char *buf, size_t size) {
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        ssize_t n;
+
+        if (fd < 0)
+                return -1;
+        n = read(fd, buf, size - 1);
+        close(fd);
+        if (n >= 0)
+                buf[n] = 0;
+        return n;
+}
+
+static ssize_t read_proc(pid_t pid, const char *name, char *buf, size_t size) {
+        char path[64];
+
+        snprintf(path, sizeof path, "/proc/%d/%s", (int) pid, name);
+        return read_small(path, buf, size);
+}
+
+/* The real uid, from status's "Uid:" line. */
+static bool real_uid_is(pid_t pid, uid_t uid) {
+        char buf[4096], *u;
+
+        if (read_proc(pid, "status", buf, sizeof buf) <= 0 || !(u = strstr(buf, "\nUid:")))
+                return false;
+        return (uid_t) strtoul(u + 5, NULL, 10) == uid;
+}
+
+/* Field 22 of stat, after the comm's closing parenthesis. */
+static unsigned long long start_time_of(pid_t pid) {
+        char buf[1024], *p;
+
+        if (read_proc(pid, "stat", buf, sizeof buf) <= 0 || !(p = strrchr(buf, ')')))
+                return 0;
+        for (int field = 2; field < 22 && p; field++)
+                p = strchr(p + 1, ' ');
+        return p ? strtoull(p + 1, NULL, 10) : 0;
+}
+
+/* A CPU list ("0-3,8") into set. */
+static void parse_list(const char *s, cpu_set_t *set) {
+        CPU_ZERO(set);
+        while (*s >= '0' && *s <= '9') {
+                char *end;
+                unsigned long a = strtoul(s, &end, 10), b = a;
+                if (*end == '-')
+                        b = strtoul(end + 1, &end, 10);
+                for (unsigned long c = a; c <= b && c < CPU_SETSIZE; c++)
+                        CPU_SET(c, set);
+                s = *end == ',' ? end + 1 : end;
+        }
+}
+
+/* The CPUs the process's cpuset allows: its cgroup's line in /proc/PID/cgroup, then that
+ * cgroup's effective CPUs and memory nodes (the mount was found at start). false: none
+ * found, nothing restricts it. */
+static bool cpuset_of(pid_t pid, cpu_set_t *cpus) {
+        char buf[4096], path[4600], mems[256], *line, *rel = NULL;
+
+        if (!cpuset_mnt[0] || read_proc(pid, "cgroup", buf, sizeof buf) <= 0)
+                return false;
+        for (line = buf; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+                char *colon = strchr(line, ':'), *colon2 = colon ? strchr(colon + 1, ':') : NULL;
+                if (!colon2)
+                        break;
+                bool v2_line = colon2 == colon + 1;
+                if (cpuset_v2 ? v2_line : memmem(colon, (size_t) (colon2 - colon), "cpuset", 6) != NULL) {
+                        rel = colon2 + 1;
+                        break;
+                }
+        }
+        if (!rel)
+                return false;
+        rel[strcspn(rel, "\n")] = 0;
+        snprintf(path, sizeof path, "%s%s/%s", cpuset_mnt, strcmp(rel, "/") ? rel : "",
+                 cpuset_v2 ? "cpuset.cpus.effective" : "cpuset.effective_cpus");
+        if (read_small(path, buf, sizeof buf) <= 0)
+                return false;
+        snprintf(path, sizeof path, "%s%s/%s", cpuset_mnt, strcmp(rel, "/") ? rel : "",
+                 cpuset_v2 ? "cpuset.mems.effective" : "cpuset.effective_mems");
+        if (read_small(path, mems, sizeof mems) > 0)
+                facts_seen++;
+        parse_list(buf, cpus);
+        return true;
+}
+
+/* Where the cpuset hierarchy is: a v1 cpuset mount, else cgroup2's. */
+static void find_cpuset_mount(void) {
+        char buf[65536], *line, *save = NULL;
+
+        if (read_small("/proc/self/mounts", buf, sizeof buf) <= 0)
+                return;
+        for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                char dev[256], dir[256], type[64], opts[1024];
+                if (sscanf(line, "%255s %255s %63s %1023s", dev, dir, type, opts) != 4)
+                        continue;
+                if (strcmp(type, "cgroup") == 0 && strstr(opts, "cpuset")) {
+                        snprintf(cpuset_mnt, sizeof cpuset_mnt, "%s", dir);
+                        cpuset_v2 = false;
+                        return;
+                }
+                if (strcmp(type, "cgroup2") == 0 && !cpuset_mnt[0]) {
+                        snprintf(cpuset_mnt, sizeof cpuset_mnt, "%s", dir);
+                        cpuset_v2 = true;
+                }
+        }
+}
+
 static int slot_of(pid_t pid) {
         for (int i = 0; i < MAX_MATCHED; i++)
                 if (matched[i] == pid)
@@ -105,12 +250,18 @@ __attribute__((noinline)) static int matches(pid_t pid) {
         buf[n] = 0;
         if (fnmatch(exe_glob, buf, 0) != 0)
                 return 0;
-        snprintf(path, sizeof path, "/proc/%d/cmdline", (int) pid);
-        f = fopen(path, "re");
-        if (!f)
-                return 0;
-        n = (ssize_t) fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
+        if (facts) {
+                if (!real_uid_is(pid, own_uid))
+                        return 0;
+                n = read_proc(pid, "cmdline", buf, sizeof buf);
+        } else {
+                snprintf(path, sizeof path, "/proc/%d/cmdline", (int) pid);
+                f = fopen(path, "re");
+                if (!f)
+                        return 0;
+                n = (ssize_t) fread(buf, 1, sizeof buf - 1, f);
+                fclose(f);
+        }
         if (n <= 0)
                 return 0;
         for (ssize_t i = 0; i < n; i++)
@@ -133,8 +284,83 @@ static void pin_all_threads(pid_t pid) {
                 return;
         while ((de = readdir(d)))
                 if (de->d_name[0] != '.' && atoi(de->d_name) != pid)
-                        (void) sched_setaffinity(atoi(de->d_name), sizeof target, &target);
+                        (void) sched_setaffinity(atoi(de->d_name), sizeof thread_target, &thread_target);
         closedir(d);
+}
+
+/* --facts: what must be known and written before the first pin, then the pin, then the
+ * pidfd's word that the pin hit that process. At its exec a process has one thread: its
+ * later threads come as FORK events. */
+static void facts_place(pid_t pid, int slot) {
+        char env[4096], line[128];
+        cpu_set_t allowed, original;
+        unsigned long long start;
+        int pidfd, n;
+
+        pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
+        start = start_time_of(pid);
+        if (pidfd < 0 || start == 0) {
+                if (pidfd >= 0)
+                        close(pidfd);
+                return;
+        }
+        n = (int) read_proc(pid, "environ", env, sizeof env);
+        if (n > 0 && (memmem(env, (size_t) n, "VISIBLE_DEVICES=", 16) || memmem(env, (size_t) n, "RANK=", 5)))
+                facts_seen++;
+        if (cpuset_of(pid, &allowed)) {
+                cpu_set_t want, both;
+                CPU_OR(&want, &target, &thread_target);
+                CPU_AND(&both, &allowed, &want);
+                if (!CPU_EQUAL(&both, &want)) {
+                        close(pidfd);
+                        return; /* its cpuset does not have our CPUs */
+                }
+        }
+        if (sched_getaffinity(pid, sizeof original, &original) < 0) {
+                close(pidfd);
+                return;
+        }
+        n = snprintf(line, sizeof line, "%d %llu %lx\n", (int) pid, start, *(unsigned long *) &original);
+        if (write(journal_fd, line, (size_t) n) != n) {
+                close(pidfd);
+                return; /* no record, no pin */
+        }
+        (void) sched_setaffinity(pid, sizeof target, &target);
+        struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
+        if (poll(&pfd, 1, 0) != 0)
+                (void) sched_setaffinity(pid, sizeof original, &original); /* gone: not ours any more */
+        facts_seen += start & 1;
+        pidfds[slot] = pidfd;
+}
+
+/* --facts: a new thread, held by its directory across its pin. */
+static void facts_thread(pid_t tgid, pid_t tid) {
+        char path[64];
+        cpu_set_t original;
+        struct stat st;
+        int dfd;
+
+        snprintf(path, sizeof path, "/proc/%d/task/%d", (int) tgid, (int) tid);
+        dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return;
+        if (sched_getaffinity(tid, sizeof original, &original) == 0) {
+                (void) sched_setaffinity(tid, sizeof thread_target, &thread_target);
+                if (fstatat(dfd, "stat", &st, AT_SYMLINK_NOFOLLOW) < 0)
+                        (void) sched_setaffinity(tid, sizeof original, &original); /* the tid is another's now */
+        }
+        close(dfd);
+}
+
+static void facts_exit(pid_t pid, int slot) {
+        char line[32];
+        int n = snprintf(line, sizeof line, "exit %d\n", (int) pid);
+
+        if (write(journal_fd, line, (size_t) n) != n)
+                facts_seen++;
+        if (pidfds[slot] >= 0)
+                close(pidfds[slot]);
+        pidfds[slot] = -1;
 }
 
 __attribute__((noinline)) static void handle(const struct proc_event *ev) {
@@ -145,23 +371,33 @@ __attribute__((noinline)) static void handle(const struct proc_event *ev) {
                 pid_t pid = ev->event_data.exec.process_tgid;
                 if (!matches(pid))
                         return;
-                if (slot_of(pid) < 0 && (slot = slot_of(0)) >= 0)
+                if ((slot = slot_of(pid)) < 0 && (slot = slot_of(0)) >= 0)
                         matched[slot] = pid;
-                pin_all_threads(pid);
+                if (!facts)
+                        pin_all_threads(pid);
+                else if (slot >= 0)
+                        facts_place(pid, slot);
                 note_reaction(0, ev->timestamp_ns);
                 return;
         }
         case PROC_EVENT_FORK:
                 if (ev->event_data.fork.child_pid != ev->event_data.fork.child_tgid &&
                     slot_of(ev->event_data.fork.child_tgid) >= 0) {
-                        (void) sched_setaffinity(ev->event_data.fork.child_pid, sizeof target, &target);
+                        if (facts)
+                                facts_thread(ev->event_data.fork.child_tgid, ev->event_data.fork.child_pid);
+                        else
+                                (void) sched_setaffinity(ev->event_data.fork.child_pid, sizeof thread_target,
+                                                         &thread_target);
                         note_reaction(1, ev->timestamp_ns);
                 }
                 return;
         case PROC_EVENT_EXIT:
                 if (ev->event_data.exit.process_pid == ev->event_data.exit.process_tgid &&
-                    (slot = slot_of(ev->event_data.exit.process_tgid)) >= 0)
+                    (slot = slot_of(ev->event_data.exit.process_tgid)) >= 0) {
+                        if (facts)
+                                facts_exit(ev->event_data.exit.process_tgid, slot);
                         matched[slot] = 0;
+                }
                 return;
         default:
                 return;
@@ -173,14 +409,33 @@ int main(int argc, char **argv) {
         int fd, rcvbuf = 4 << 20;
         char buf[16384] __attribute__((aligned(8)));
 
+        if (argc == 6 && strcmp(argv[1], "--facts") == 0) {
+                int dfd = open(argv[2], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                journal_fd = dfd < 0 ? -1 : openat(dfd, "floor-facts.journal", O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+                if (journal_fd < 0) {
+                        perror(argv[2]);
+                        return 1;
+                }
+                if (dfd >= 0)
+                        close(dfd);
+                facts = true;
+                own_uid = getuid();
+                for (int i = 0; i < MAX_MATCHED; i++)
+                        pidfds[i] = -1;
+                find_cpuset_mount();
+                argc -= 2;
+                argv += 2;
+        }
         if (argc != 4) {
-                fprintf(stderr, "usage: %s EXE_GLOB CMDLINE_SUBSTRING CPU\n", argv[0]);
+                fprintf(stderr, "usage: %s [--facts STATE_DIR] EXE_GLOB CMDLINE_SUBSTRING CPU[,THREAD_CPU]\n", argv[0]);
                 return 2;
         }
         exe_glob = argv[1];
         cmd_sub = argv[2];
         CPU_ZERO(&target);
         CPU_SET(atoi(argv[3]), &target);
+        CPU_ZERO(&thread_target);
+        CPU_SET(strchr(argv[3], ',') ? atoi(strchr(argv[3], ',') + 1) : atoi(argv[3]), &thread_target);
         /* Without SA_RESTART (which signal() sets): a blocked recv() returns on the signal,
          * so the pinner stops at once on a quiet host, not at the next process event. */
         struct sigaction sa_stop = { .sa_handler = on_signal };
@@ -219,5 +474,8 @@ int main(int argc, char **argv) {
         (void) send_listen(fd, PROC_CN_MCAST_IGNORE, 0);
         close(fd);
         print_reactions();
+        if (facts)
+                fprintf(stderr, "floor-pinner: cpuset hierarchy %s (%s); %lu facts seen\n", cpuset_mnt[0] ? cpuset_mnt : "none",
+                        cpuset_v2 ? "v2" : "v1", facts_seen);
         return 0;
 }

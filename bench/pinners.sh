@@ -5,6 +5,10 @@
 #
 #   pinner_start NAME PATTERN EXE_GLOB   (sets pinner_pid; NAME is one of)
 #     floor             bench/floor-pinner: every thread on CPU 1
+#     floor-facts       the floor that also reads and writes what npu-tuned must before a
+#                       pin and splits the roles as npu-tuned's rule does: the main
+#                       thread on CPU 0, the others on CPU 1 (floor-pinner --facts), its
+#                       journal on the disk under $bench_tmp_disk
 #     npu-ext4          npu-tuned, state dir on the disk under $bench_tmp_disk
 #     npu-tmpfs         npu-tuned, state dir on /dev/shm
 #     npu-ext4-b, npu-tmpfs-b   the same with $npu_b_bin
@@ -101,6 +105,13 @@ pinner_start() { # NAME PATTERN EXE_GLOB
         untuned) return 0 ;;
         floor)
                 nice -n -10 ${pinner_wrap:-} "$build/bench/floor-pinner" "$exe" "$pattern" 1 2>"$pinner_log" &
+                pinner_pid=$!
+                wait_for_line "$pinner_log" listening 10
+                ;;
+        floor-facts)
+                rm -rf "$bench_tmp_disk/floor-state" && mkdir -m 0700 "$bench_tmp_disk/floor-state"
+                nice -n -10 ${pinner_wrap:-} "$build/bench/floor-pinner" --facts "$bench_tmp_disk/floor-state" "$exe" "$pattern" 0,1 \
+                        2>"$pinner_log" &
                 pinner_pid=$!
                 wait_for_line "$pinner_log" listening 10
                 ;;

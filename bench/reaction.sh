@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # npu-tuned's own reaction times, as it measures them (kernel event timestamp to its last
 # sched_setaffinity for the event, per kind), with the state dir on a disk filesystem and
-# on tmpfs, and the floor pinner's measured the same way, as root:
+# on tmpfs, and the two floor pinners' (bench/pinners.sh) measured the same way, as root:
 #   bench/reaction.sh [--build DIR] [--runs N]
 # Runs bench/placement-latency (an exec whose 4 threads start at once and name themselves
 # "work-N") under a rule that makes "work-0" a control thread, so each run has an exec, new
@@ -16,10 +16,13 @@ build=build runs=50
 bench_args "$@"
 bench_begin
 npu_threads='{ "control": { "main_thread": true, "names": ["work-0"], "cpus": 1 }, "compute": { "cpus": 1 } }'
-pinner_start floor "placement-latency --child" "*/placement-latency"
-"$build/bench/placement-latency" "$runs" 4 >/dev/null || true
-pinner_stop
-echo "floor: $(sed -n 's/.*reaction times: //p' "$bench_tmp/floor.log")"
+# The floor, and the floor that reads and writes what npu-tuned must (bench/pinners.sh).
+for p in floor floor-facts; do
+        pinner_start "$p" "placement-latency --child" "*/placement-latency"
+        "$build/bench/placement-latency" "$runs" 4 >/dev/null || true
+        pinner_stop
+        echo "$p: $(sed -n 's/.*reaction times: //p' "$bench_tmp/$p.log")"
+done
 for p in npu-ext4 npu-tmpfs; do
         npu_args=-v pinner_start "$p" "placement-latency --child" "*/placement-latency"
         "$build/bench/placement-latency" "$runs" 4 >/dev/null || true
