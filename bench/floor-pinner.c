@@ -466,9 +466,13 @@ int main(int argc, char **argv) {
                 }
                 for (struct nlmsghdr *nh = (struct nlmsghdr *) buf; NLMSG_OK(nh, (size_t) n); nh = NLMSG_NEXT(nh, n)) {
                         struct cn_msg *cn = NLMSG_DATA(nh);
-                        if (nh->nlmsg_type != NLMSG_DONE || cn->id.idx != CN_IDX_PROC || cn->len < sizeof(struct proc_event))
+                        struct proc_event ev;
+                        if (nh->nlmsg_type != NLMSG_DONE || cn->id.idx != CN_IDX_PROC || cn->len < sizeof ev)
                                 continue;
-                        handle((const struct proc_event *) cn->data);
+                        /* cn->data is 4-byte aligned, the event's 64-bit timestamp wants 8: an
+                         * aligned copy, as npu-tuned's connector makes. */
+                        memcpy(&ev, cn->data, sizeof ev);
+                        handle(&ev);
                 }
         }
         (void) send_listen(fd, PROC_CN_MCAST_IGNORE, 0);
