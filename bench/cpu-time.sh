@@ -3,10 +3,11 @@
 # CPU time per event, system calls included (what the instruction counts of
 # bench/cpu-per-event.sh leave out), as root:
 #   bench/cpu-time.sh [--build DIR] [--runs N] [--execs N] [--rounds R] [PINNER...]
-# For each pinner (default: floor npu-tmpfs npu-ext4), in R interleaved rounds: its CPU
-# time (the kernel's se.sum_exec_runtime of every thread, /proc/PID/task/*/sched, in
-# microseconds) over an idle stretch, over N matched processes of 5 threads
-# (bench/placement-latency, one after the other) and over N unmatched execs (/bin/true).
+# For each pinner (default: floor floor-facts npu-tmpfs npu-ext4), in R interleaved
+# rounds: its CPU time (the kernel's se.sum_exec_runtime of every thread,
+# /proc/PID/task/*/sched, in microseconds) over an idle stretch, over N matched processes
+# of 5 threads (bench/placement-latency, one after the other) and over N unmatched execs
+# (/bin/true).
 # The host's own events reach every pinner alike: the idle stretch's CPU per second is
 # taken out of the other two by their duration. Prints per matched process and per 1000
 # unmatched execs, medians over the rounds, and each pinner's over the floor's.
@@ -17,7 +18,7 @@ build=build runs=100 execs=1000 rounds=3
 . "$here/pinners.sh"
 bench_args "$@"
 pinners=("${bench_rest[@]}")
-[ ${#pinners[@]} -gt 0 ] || pinners=(floor npu-tmpfs npu-ext4)
+[ ${#pinners[@]} -gt 0 ] || pinners=(floor floor-facts npu-tmpfs npu-ext4)
 bench_begin
 grep -q sum_exec_runtime /proc/self/sched 2>/dev/null || { echo "needs /proc/PID/sched (CONFIG_SCHED_DEBUG)"; exit 77; }
 

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # Exec -> every thread placed, for each pinner in turn (bench/pinners.sh), as root:
 #   bench/placement-latency.sh [--build DIR] [--runs N] [--rounds R] [--threads T] [PINNER...]
-# Default pinners: floor npu-ext4 npu-tmpfs tuned-default tuned-fork. Each round starts
+# Default pinners: floor floor-facts npu-ext4 npu-tmpfs tuned-default tuned-fork. Each round starts
 # every pinner once, in a rotating order, and times N/R runs under it, so the host's load
 # falls on all of them alike; the table pools the rounds. A run that has a thread not on
 # a single CPU after 2 s counts as failed ("runs with a thread never placed").
@@ -14,7 +14,7 @@ build=build runs=50 rounds=5 threads=4
 bench_args "$@"
 bench_begin
 pinners=("${bench_rest[@]}")
-[ ${#pinners[@]} -gt 0 ] || pinners=(floor npu-ext4 npu-tmpfs tuned-default tuned-fork)
+[ ${#pinners[@]} -gt 0 ] || pinners=(floor floor-facts npu-ext4 npu-tmpfs tuned-default tuned-fork)
 mkdir "$bench_tmp/out"
 per_round=$(((runs + rounds - 1) / rounds))
 echo "exec -> all $((threads + 1)) threads on one CPU; $runs runs per pinner in $rounds interleaved rounds"
