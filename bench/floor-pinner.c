@@ -328,7 +328,9 @@ static void facts_place(pid_t pid, int slot) {
         (void) sched_setaffinity(pid, sizeof target, &target);
         struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
         if (poll(&pfd, 1, 0) != 0)
-                (void) sched_setaffinity(pid, sizeof original, &original); /* gone: not ours any more */
+                /* It exited: the set may have hit the pid's next owner. Undo it, as
+                 * npu-tuned does. */
+                (void) sched_setaffinity(pid, sizeof original, &original);
         facts_seen += start & 1;
         pidfds[slot] = pidfd;
 }
