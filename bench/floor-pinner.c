@@ -67,7 +67,9 @@ static int journal_fd = -1;
 static char cpuset_mnt[256];
 static bool cpuset_v2;
 static int pidfds[MAX_MATCHED];
-static unsigned long facts_seen; /* visible-devices variables found, start times read: kept so nothing is optimised out */
+/* Printed at stop: environments with a visible-devices or rank variable, cpusets whose
+ * memory nodes were read; journal lines that failed to go out. */
+static unsigned long facts_seen, journal_failed;
 
 #define MAX_SAMPLES 65536
 static uint64_t reaction[2][MAX_SAMPLES]; /* [0] exec, [1] new thread, in ns */
@@ -298,12 +300,11 @@ static void facts_place(pid_t pid, int slot) {
         int pidfd, n;
 
         pidfd = (int) syscall(SYS_pidfd_open, pid, 0);
-        start = start_time_of(pid);
-        if (pidfd < 0 || start == 0) {
-                if (pidfd >= 0)
-                        close(pidfd);
+        if (pidfd < 0)
                 return;
-        }
+        start = start_time_of(pid);
+        if (start == 0)
+                goto not_placed;
         n = (int) read_proc(pid, "environ", env, sizeof env);
         if (n > 0 && (memmem(env, (size_t) n, "VISIBLE_DEVICES=", 16) || memmem(env, (size_t) n, "RANK=", 5)))
                 facts_seen++;
@@ -311,19 +312,15 @@ static void facts_place(pid_t pid, int slot) {
                 cpu_set_t want, both;
                 CPU_OR(&want, &target, &thread_target);
                 CPU_AND(&both, &allowed, &want);
-                if (!CPU_EQUAL(&both, &want)) {
-                        close(pidfd);
-                        return; /* its cpuset does not have our CPUs */
-                }
+                if (!CPU_EQUAL(&both, &want))
+                        goto not_placed; /* its cpuset does not have our CPUs */
         }
-        if (sched_getaffinity(pid, sizeof original, &original) < 0) {
-                close(pidfd);
-                return;
-        }
+        if (sched_getaffinity(pid, sizeof original, &original) < 0)
+                goto not_placed;
         n = snprintf(line, sizeof line, "%d %llu %lx\n", (int) pid, start, *(unsigned long *) &original);
         if (write(journal_fd, line, (size_t) n) != n) {
-                close(pidfd);
-                return; /* no record, no pin */
+                journal_failed++;
+                goto not_placed; /* no record, no pin */
         }
         (void) sched_setaffinity(pid, sizeof target, &target);
         struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
@@ -331,8 +328,10 @@ static void facts_place(pid_t pid, int slot) {
                 /* It exited: the set may have hit the pid's next owner. Undo it, as
                  * npu-tuned does. */
                 (void) sched_setaffinity(pid, sizeof original, &original);
-        facts_seen += start & 1;
         pidfds[slot] = pidfd;
+        return;
+not_placed:
+        close(pidfd);
 }
 
 /* --facts: a new thread, held by its directory across its pin. */
@@ -359,7 +358,7 @@ static void facts_exit(pid_t pid, int slot) {
         int n = snprintf(line, sizeof line, "exit %d\n", (int) pid);
 
         if (write(journal_fd, line, (size_t) n) != n)
-                facts_seen++;
+                journal_failed++;
         if (pidfds[slot] >= 0)
                 close(pidfds[slot]);
         pidfds[slot] = -1;
@@ -481,7 +480,7 @@ int main(int argc, char **argv) {
         close(fd);
         print_reactions();
         if (facts)
-                fprintf(stderr, "floor-pinner: cpuset hierarchy %s (%s); %lu facts seen\n", cpuset_mnt[0] ? cpuset_mnt : "none",
-                        cpuset_v2 ? "v2" : "v1", facts_seen);
+                fprintf(stderr, "floor-pinner: cpuset hierarchy %s (%s); %lu facts seen; %lu journal writes failed\n",
+                        cpuset_mnt[0] ? cpuset_mnt : "none", cpuset_v2 ? "v2" : "v1", facts_seen, journal_failed);
         return 0;
 }

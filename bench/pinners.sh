@@ -103,15 +103,13 @@ pinner_start() { # NAME PATTERN EXE_GLOB
         : >"$pinner_log"
         case $name in
         untuned) return 0 ;;
-        floor)
-                nice -n -10 ${pinner_wrap:-} "$build/bench/floor-pinner" "$exe" "$pattern" 1 2>"$pinner_log" &
-                pinner_pid=$!
-                wait_for_line "$pinner_log" listening 10
-                ;;
-        floor-facts)
-                rm -rf "$bench_tmp_disk/floor-state" && mkdir -m 0700 "$bench_tmp_disk/floor-state"
-                nice -n -10 ${pinner_wrap:-} "$build/bench/floor-pinner" --facts "$bench_tmp_disk/floor-state" "$exe" "$pattern" 0,1 \
-                        2>"$pinner_log" &
+        floor | floor-facts)
+                local args=("$exe" "$pattern" 1)
+                if [ "$name" = floor-facts ]; then
+                        rm -rf "$bench_tmp_disk/floor-state" && mkdir -m 0700 "$bench_tmp_disk/floor-state"
+                        args=(--facts "$bench_tmp_disk/floor-state" "$exe" "$pattern" "0,1")
+                fi
+                nice -n -10 ${pinner_wrap:-} "$build/bench/floor-pinner" "${args[@]}" 2>"$pinner_log" &
                 pinner_pid=$!
                 wait_for_line "$pinner_log" listening 10
                 ;;
