@@ -9,11 +9,11 @@
  * by one write() or, from a daemon's second on, written by one pwrite() into the ready
  * record below and renamed after the pin; a rewrite by temp file + rename:
  * tune_state_file_create_at() and tune_state_file_replace_at() in state-file.h) but not
- * fsync'ed: the record must outlive the daemon (SIGKILL, a crash of npu-tuned), and a write() that
- * returned already has: the data is in the kernel's page cache, not in the process, and
- * the rename is visible to every later open. fsync would only add surviving the kernel's own death, and
- * after a reboot no thread the record describes exists (records carry the boot id and
- * are discarded on the next boot). So the record costs no disk flush before the first
+ * fsync'ed: the record must outlive the daemon (SIGKILL, a crash of npu-tuned), and a
+ * write() that returned already has: the data is in the kernel's page cache, not in the
+ * process, and the rename is visible to every later open. fsync would only add surviving
+ * the kernel's own death, and after a reboot no thread the record describes exists
+ * (records carry the boot id and are discarded on the next boot). So the record costs no disk flush before the first
  * pin, on tmpfs (the default, /run) and on a disk filesystem alike:
  *
  *   {"version":1,"boot_id":"f0c6...","pid":1234,"start_time":98765,"restore_on_stop":true,
