@@ -78,7 +78,7 @@ typedef struct placed_process {
         /* Who binds its threads (daemon/binding.h): only BINDER_DAEMON pins. */
         binder binder;
         char binding_why[192];
-        tune_cpuset start_mask;        /* the main thread's mask at match, before anyone placed it */
+        tune_cpuset start_mask;        /* BINDER_WATCHING: the main thread's mask at match, before anyone placed it */
         sd_event_source *binding_timer; /* BINDER_WATCHING: the watch window */
         uint64_t watch_until_usec;
         char *engine_report;           /* last report of what the engine did (logged on change) */
@@ -789,7 +789,10 @@ static void on_process_matched(Watcher *w, managed_process *mp, void *userdata) 
         pp->backend = (tune_affinity_backend){ .get = recording_get, .set = recording_set, .userdata = pp };
         mp->userdata = pp;
         pp->binder = binding_decide(mp, pp->binding_why, sizeof pp->binding_why);
-        (void) tune_affinity_backend_kernel.get(tune_affinity_backend_kernel.userdata, mp->pid, &pp->start_mask);
+        /* Only the watch window compares against it (on_binding_timer()); a process we pin
+         * now has its mask read once more, as its original, right before its first pin. */
+        if (pp->binder == BINDER_WATCHING)
+                (void) tune_affinity_backend_kernel.get(tune_affinity_backend_kernel.userdata, mp->pid, &pp->start_mask);
         if (pp->binder != BINDER_DAEMON)
                 log_info("pid %d: %s (%s); npu-tuned %s.", mp->pid,
                          pp->binder == BINDER_ENGINE ? "bound by the engine" : "the engine may bind it", pp->binding_why,
