@@ -373,8 +373,9 @@ int tune_placer_remove(tune_placer *p, uint64_t key, tune_keys *ret_changed) {
         removed = p->entries[i];
         memmove(&p->entries[i], &p->entries[i + 1], (p->n - i - 1) * sizeof(placer_entry));
         p->n--;
-        if (removed.placed && removed.plan.independent) {
-                /* It held no CPU any other plan was dealt around. */
+        if ((removed.placed && removed.plan.independent) || p->n == 0) {
+                /* It held no CPU any other plan was dealt around, or there is no other
+                 * plan left to change (the last managed process exits). */
                 entry_done(&removed);
                 if (ret_changed)
                         tune_keys_done(ret_changed);
