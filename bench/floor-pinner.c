@@ -26,8 +26,8 @@
  *
  * Uses the kernel's event filter (Linux 6.6+; older kernels send everything). Runs until
  * SIGTERM/SIGINT, then prints its reaction times (the event's kernel timestamp to its last
- * sched_setaffinity for it), as npu-tuned measures its own. Needs root and the initial
- * namespaces. */
+ * sched_setaffinity for it) and their handling part (from when it began to handle the
+ * event), as npu-tuned measures its own. Needs root and the initial namespaces. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -72,15 +72,24 @@ static int pidfds[MAX_MATCHED];
 static unsigned long facts_seen, journal_failed;
 
 #define MAX_SAMPLES 65536
-static uint64_t reaction[2][MAX_SAMPLES]; /* [0] exec, [1] new thread, in ns */
+/* [0] exec, [1] new thread, in ns: from the event's timestamp, and from the start of its
+ * handling (handling_began), as npu-tuned splits its own. */
+static uint64_t reaction[2][MAX_SAMPLES], handling[2][MAX_SAMPLES];
 static unsigned n_reaction[2];
+static uint64_t handling_began;
 
-static void note_reaction(int kind, uint64_t event_ns) {
+static uint64_t now_ns(void) {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
-        uint64_t now = (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
-        if (n_reaction[kind] < MAX_SAMPLES && now >= event_ns)
+        return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
+}
+
+static void note_reaction(int kind, uint64_t event_ns) {
+        uint64_t now = now_ns();
+        if (n_reaction[kind] < MAX_SAMPLES && now >= event_ns) {
+                handling[kind][n_reaction[kind]] = now - (handling_began > event_ns ? handling_began : event_ns);
                 reaction[kind][n_reaction[kind]++] = now - event_ns;
+        }
 }
 
 static int cmp_u64(const void *a, const void *b) {
@@ -88,19 +97,24 @@ static int cmp_u64(const void *a, const void *b) {
         return x < y ? -1 : x > y;
 }
 
-static void print_reactions(void) {
+static void print_times(const char *what, uint64_t (*samples)[MAX_SAMPLES]) {
         static const char *const kind[2] = { "exec", "thread" };
-        fprintf(stderr, "floor-pinner: reaction times:");
+        fprintf(stderr, "floor-pinner: %s:", what);
         for (int k = 0; k < 2; k++) {
                 unsigned n = n_reaction[k];
-                qsort(reaction[k], n, sizeof reaction[k][0], cmp_u64);
+                qsort(samples[k], n, sizeof samples[k][0], cmp_u64);
                 fprintf(stderr, "%s %s n=%u", k ? ";" : "", kind[k], n);
                 if (n)
-                        fprintf(stderr, " p50=%lluus p99=%lluus max=%lluus", (unsigned long long) reaction[k][n / 2] / 1000,
-                                (unsigned long long) reaction[k][n * 99 / 100] / 1000,
-                                (unsigned long long) reaction[k][n - 1] / 1000);
+                        fprintf(stderr, " p50=%lluus p99=%lluus max=%lluus", (unsigned long long) samples[k][n / 2] / 1000,
+                                (unsigned long long) samples[k][n * 99 / 100] / 1000,
+                                (unsigned long long) samples[k][n - 1] / 1000);
         }
         fprintf(stderr, "\n");
+}
+
+static void print_reactions(void) {
+        print_times("reaction times", reaction);
+        print_times("handling times", handling);
 }
 
 static void on_signal(int sig) {
@@ -370,6 +384,7 @@ __attribute__((noinline)) static void handle(const struct proc_event *ev) {
         switch (ev->what) {
         case PROC_EVENT_EXEC: {
                 pid_t pid = ev->event_data.exec.process_tgid;
+                handling_began = now_ns();
                 if (!matches(pid))
                         return;
                 if ((slot = slot_of(pid)) < 0 && (slot = slot_of(0)) >= 0)
@@ -384,6 +399,7 @@ __attribute__((noinline)) static void handle(const struct proc_event *ev) {
         case PROC_EVENT_FORK:
                 if (ev->event_data.fork.child_pid != ev->event_data.fork.child_tgid &&
                     slot_of(ev->event_data.fork.child_tgid) >= 0) {
+                        handling_began = now_ns();
                         if (facts)
                                 facts_thread(ev->event_data.fork.child_tgid, ev->event_data.fork.child_pid);
                         else

@@ -168,17 +168,14 @@ static int property_get_stats(sd_bus *bus, const char *path, const char *interfa
 /* Per event kind: name, reactions, p50 and p99 (upper bounds from the histogram, at most
  * 1/8 above the true value) and the largest, in ns; then the histogram itself, its
  * non-empty buckets only, each as (limit, count): count reactions below limit ns and at or
- * above the previous bucket's limit (daemon/reaction-time.h). */
-static int property_get_reaction_times(sd_bus *bus, const char *path, const char *interface, const char *property,
-                                       sd_bus_message *reply, void *userdata, sd_bus_error *error) {
-        Manager *m = userdata;
-        static const reaction_stats none = {};
-        const reaction_stats *rs = m->placement ? placement_get_reactions(m->placement) : &none;
+ * above the previous bucket's limit (daemon/reaction-time.h). ReactionTimes: from the
+ * kernel's event; HandlingTimes: from the start of npu-tuned's handling of it. */
+static int append_reaction_hists(sd_bus_message *reply, const reaction_hist *hists) {
         int r;
 
         r = sd_bus_message_open_container(reply, 'a', "(stttta(tt))");
         for (int k = 0; r >= 0 && k < _REACTION_KIND_MAX; k++) {
-                const reaction_hist *h = &rs->kinds[k];
+                const reaction_hist *h = &hists[k];
                 r = sd_bus_message_open_container(reply, 'r', "stttta(tt)");
                 if (r >= 0)
                         r = sd_bus_message_append(reply, "stttt", reaction_kind_to_string((reaction_kind) k), h->count,
@@ -197,6 +194,21 @@ static int property_get_reaction_times(sd_bus *bus, const char *path, const char
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
         return r;
+}
+
+static const reaction_stats *manager_reactions(const Manager *m) {
+        static const reaction_stats none = {};
+        return m->placement ? placement_get_reactions(m->placement) : &none;
+}
+
+static int property_get_reaction_times(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                       sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        return append_reaction_hists(reply, manager_reactions(userdata)->kinds);
+}
+
+static int property_get_handling_times(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                       sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        return append_reaction_hists(reply, manager_reactions(userdata)->handling);
 }
 
 /* ---- methods ---- */
@@ -421,6 +433,7 @@ static const sd_bus_vtable manager_vtable[] = {
         /* Counts every process event: read, not signalled. */
         SD_BUS_PROPERTY("Stats", "(ttttt)", property_get_stats, 0, 0),
         SD_BUS_PROPERTY("ReactionTimes", "a(stttta(tt))", property_get_reaction_times, 0, 0),
+        SD_BUS_PROPERTY("HandlingTimes", "a(stttta(tt))", property_get_handling_times, 0, 0),
         SD_BUS_METHOD_WITH_ARGS("ListProcesses", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(utssssa(ss)sd)", processes),
                                 method_list_processes, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("Explain", SD_BUS_ARGS("u", pid),

@@ -42,17 +42,19 @@ uint64_t reaction_bucket_limit(unsigned i) {
         return (uint64_t) (REACTION_SUB + sub + 1) << octave;
 }
 
-void reaction_stats_add(reaction_stats *s, reaction_kind k, uint64_t ns) {
-        reaction_hist *h;
-
-        if (k < 0 || k >= _REACTION_KIND_MAX)
-                return;
-        h = &s->kinds[k];
+static void hist_add(reaction_hist *h, uint64_t ns) {
         h->buckets[reaction_bucket_of(ns)]++;
         h->count++;
         h->sum_ns += ns;
         if (ns > h->max_ns)
                 h->max_ns = ns;
+}
+
+void reaction_stats_add(reaction_stats *s, reaction_kind k, uint64_t ns, uint64_t handling_ns) {
+        if (k < 0 || k >= _REACTION_KIND_MAX)
+                return;
+        hist_add(&s->kinds[k], ns);
+        hist_add(&s->handling[k], handling_ns < ns ? handling_ns : ns);
 }
 
 uint64_t reaction_hist_quantile(const reaction_hist *h, double q) {
@@ -77,7 +79,7 @@ uint64_t reaction_hist_quantile(const reaction_hist *h, double q) {
         return h->max_ns;
 }
 
-int reaction_stats_format(const reaction_stats *s, char **ret) {
+int reaction_stats_format(const reaction_hist *hists, char **ret) {
         char *buf = NULL;
         size_t size = 0;
         FILE *f = open_memstream(&buf, &size);
@@ -85,7 +87,7 @@ int reaction_stats_format(const reaction_stats *s, char **ret) {
         if (!f)
                 return -ENOMEM;
         for (int k = 0; k < _REACTION_KIND_MAX; k++) {
-                const reaction_hist *h = &s->kinds[k];
+                const reaction_hist *h = &hists[k];
                 fprintf(f, "%s%s n=%llu", k ? "; " : "", kind_names[k], (unsigned long long) h->count);
                 if (h->count)
                         fprintf(f, " p50<=%lluus p99<=%lluus max=%lluus",

@@ -3,8 +3,10 @@
 
 /* The daemon's own reaction time: from the kernel's timestamp of a process event (the
  * proc connector's, CLOCK_MONOTONIC) to the last sched_setaffinity npu-tuned made for it,
- * per kind of event, as log-linear histograms. Pure: the placement code feeds it, the debug log
- * and the D-Bus Stats property read it. */
+ * per kind of event, as log-linear histograms; and the part of it that is npu-tuned's own
+ * handling, from when it began to handle the event to that set. The rest is the wait
+ * before: the kernel waking the daemon, and any events queued before this one. Pure: the
+ * placement code feeds it, the debug log and the D-Bus properties read it. */
 
 #include <stdint.h>
 
@@ -32,19 +34,22 @@ typedef struct reaction_hist {
 } reaction_hist;
 
 typedef struct reaction_stats {
-        reaction_hist kinds[_REACTION_KIND_MAX];
+        reaction_hist kinds[_REACTION_KIND_MAX];    /* the event's timestamp to the last set */
+        reaction_hist handling[_REACTION_KIND_MAX]; /* the start of its handling to the last set */
 } reaction_stats;
 
 const char *reaction_kind_to_string(reaction_kind k);
 unsigned reaction_bucket_of(uint64_t ns);
 /* The upper bound (exclusive) of bucket i, in ns; UINT64_MAX for the last. */
 uint64_t reaction_bucket_limit(unsigned i);
-/* One reaction of kind k that took ns (event timestamp to the last set). */
-void reaction_stats_add(reaction_stats *s, reaction_kind k, uint64_t ns);
+/* One reaction of kind k that took ns (event timestamp to the last set), handling_ns of
+ * them after its handling began. */
+void reaction_stats_add(reaction_stats *s, reaction_kind k, uint64_t ns, uint64_t handling_ns);
 /* The smallest bucket limit under which a fraction q (0..1) of the samples lie, but never
  * more than the largest sample: an upper bound on the q-quantile, at most 1/8 above it
  * (one ns above it under 8 ns). 0 without samples. */
 uint64_t reaction_hist_quantile(const reaction_hist *h, double q);
 /* "exec n=12 p50<=131us p99<=262us max=201us; thread ...; rename ..." (kinds without
- * samples say n=0). Returns 0 or -ENOMEM; free *ret. */
-int reaction_stats_format(const reaction_stats *s, char **ret);
+ * samples say n=0), of hists[_REACTION_KIND_MAX] (reaction_stats.kinds or .handling).
+ * Returns 0 or -ENOMEM; free *ret. */
+int reaction_stats_format(const reaction_hist *hists, char **ret);

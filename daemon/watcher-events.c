@@ -4,11 +4,22 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
 #include "watcher-decide.h"
 #include "watcher-internal.h"
+
+/* The start of an event's handling, for the part of a reaction that is npu-tuned's own
+ * (watcher_event_handling_ns()): taken only for the events a reaction can follow, so that
+ * the host's other forks and exits pay nothing for it. */
+static void mark_handling(Watcher *w) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        w->stats.event_handling_ns = (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
+}
 
 static void handle_exec(Watcher *w, pid_t pid) {
         Entry *e = registry_get(w->registry, pid);
@@ -19,6 +30,7 @@ static void handle_exec(Watcher *w, pid_t pid) {
 
         if (!watcher_have_rules(w))
                 return; /* (an entry with no rules left does not outlive watcher_reload()) */
+        mark_handling(w);
         /* The rules' own criteria first, cheapest fact first, before anything else is read:
          * almost every exec on a host fails here on its executable, with one readlink. */
         tune_proc_facts_init(&f, w->ctx, pid, NULL);
@@ -55,6 +67,7 @@ static void handle_fork(Watcher *w, pid_t parent_tgid, pid_t child_pid, pid_t ch
 
                 if (!e || managed_process_find_thread(&e->p, child_pid))
                         return;
+                mark_handling(w);
                 if (!entry_wants_thread_names(e))
                         comm[0] = 0; /* its COMM event names it, if it renames itself */
                 else if (tune_proc_read_comm(w->ctx, child_tgid, child_pid, comm) < 0)
@@ -129,6 +142,7 @@ static void handle_comm(Watcher *w, pid_t pid, pid_t tgid, const char *raw_comm)
                 e = watcher_lookup_managed_event(w, tgid);
                 if (!e)
                         return;
+                mark_handling(w);
                 t = managed_process_find_thread(&e->p, pid);
                 switch (watcher_thread_comm_change(t, comm)) {
                 case WATCHER_THREAD_NEW:
@@ -229,4 +243,5 @@ void watcher_on_event(Connector *c, const struct proc_event *ev, void *userdata)
                 break;
         }
         w->stats.event_timestamp_ns = 0;
+        w->stats.event_handling_ns = 0;
 }

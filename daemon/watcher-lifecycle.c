@@ -288,3 +288,7 @@ int watcher_release_pid(Watcher *w, pid_t pid) {
 uint64_t watcher_event_timestamp_ns(const Watcher *w) {
         return w->stats.event_timestamp_ns;
 }
+
+uint64_t watcher_event_handling_ns(const Watcher *w) {
+        return w->stats.event_handling_ns;
+}

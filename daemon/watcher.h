@@ -91,6 +91,7 @@ typedef struct watcher_stats {
         bool filter;           /* kernel event filter in use */
         int rcvbuf;
         uint64_t event_timestamp_ns; /* CLOCK_MONOTONIC stamp of the event being handled (0: none) */
+        uint64_t event_handling_ns;  /* CLOCK_MONOTONIC when its handling began (0: not taken) */
 } watcher_stats;
 
 /* accels, policy and ctx must outlive the watcher. policy may be NULL (no rules: nothing is
@@ -136,3 +137,7 @@ int watcher_release_pid(Watcher *w, pid_t pid);
 /* The kernel's CLOCK_MONOTONIC timestamp of the event being handled now, in ns; 0 outside
  * an event (a scan, a timer). For the consumer's reaction times. */
 uint64_t watcher_event_timestamp_ns(const Watcher *w);
+/* When the watcher began to handle that event (CLOCK_MONOTONIC, ns): taken for an exec, a
+ * managed process's new thread and a rename, the events a reaction can follow; 0
+ * otherwise. */
+uint64_t watcher_event_handling_ns(const Watcher *w);

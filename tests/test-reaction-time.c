@@ -56,7 +56,7 @@ static void test_quantiles_bound_the_truth(void **state) {
         srand(7);
         for (unsigned i = 0; i < 1000; i++) {
                 v[i] = (uint64_t) (rand() % 5000000) + 1; /* up to 5 ms */
-                reaction_stats_add(&s, REACTION_THREAD, v[i]);
+                reaction_stats_add(&s, REACTION_THREAD, v[i], v[i] / 2);
         }
         qsort(v, 1000, sizeof *v, cmp_u64);
         assert_int_equal(s.kinds[REACTION_THREAD].count, 1000);
@@ -69,6 +69,24 @@ static void test_quantiles_bound_the_truth(void **state) {
                 assert_true(bound <= truth + truth / 8 + 1);
         }
         assert_int_equal(reaction_hist_quantile(&s.kinds[REACTION_EXEC], 0.5), 0);
+        /* The handling part, half of each: its own histogram. */
+        assert_int_equal(s.handling[REACTION_THREAD].count, 1000);
+        assert_int_equal(s.handling[REACTION_THREAD].max_ns, v[999] / 2);
+        assert_int_equal(s.handling[REACTION_EXEC].count, 0);
+}
+
+/* A handling time longer than its reaction (a clock read out of order) counts as the whole
+ * reaction. */
+static void test_handling_at_most_the_reaction(void **state) {
+        reaction_stats s = {};
+        (void) state;
+
+        reaction_stats_add(&s, REACTION_EXEC, 1000, 5000);
+        assert_int_equal(s.handling[REACTION_EXEC].max_ns, 1000);
+        assert_int_equal(s.handling[REACTION_EXEC].sum_ns, 1000);
+        reaction_stats_add(&s, REACTION_EXEC, 3000, 0);
+        assert_int_equal(s.handling[REACTION_EXEC].count, 2);
+        assert_int_equal(s.handling[REACTION_EXEC].buckets[0], 1);
 }
 
 static void test_format(void **state) {
@@ -76,13 +94,16 @@ static void test_format(void **state) {
         char *line = NULL;
         (void) state;
 
-        reaction_stats_add(&s, REACTION_EXEC, 100000);  /* 100 us: bucket [98.3, 106.5) us */
-        reaction_stats_add(&s, REACTION_EXEC, 120000);
-        reaction_stats_add(&s, REACTION_EXEC, 130000);
-        reaction_stats_add(&s, REACTION_RENAME, 5000);
-        reaction_stats_add(&s, (reaction_kind) 7, 1); /* ignored */
-        assert_int_equal(reaction_stats_format(&s, &line), 0);
+        reaction_stats_add(&s, REACTION_EXEC, 100000, 40000);  /* 100 us: bucket [98.3, 106.5) us */
+        reaction_stats_add(&s, REACTION_EXEC, 120000, 40000);
+        reaction_stats_add(&s, REACTION_EXEC, 130000, 50000);
+        reaction_stats_add(&s, REACTION_RENAME, 5000, 5000);
+        reaction_stats_add(&s, (reaction_kind) 7, 1, 1); /* ignored */
+        assert_int_equal(reaction_stats_format(s.kinds, &line), 0);
         assert_string_equal(line, "exec n=3 p50<=123us p99<=130us max=130us; thread n=0; rename n=1 p50<=5us p99<=5us max=5us");
+        free(line);
+        assert_int_equal(reaction_stats_format(s.handling, &line), 0);
+        assert_string_equal(line, "exec n=3 p50<=41us p99<=50us max=50us; thread n=0; rename n=1 p50<=5us p99<=5us max=5us");
         free(line);
 }
 
@@ -90,6 +111,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_buckets),
                 cmocka_unit_test(test_quantiles_bound_the_truth),
+                cmocka_unit_test(test_handling_at_most_the_reaction),
                 cmocka_unit_test(test_format),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -110,6 +110,11 @@ try:
            and all(b[1] > 0 for b in ex[5]) and ex[4] < limits[-1] <= ex[4] + ex[4] // 8 + 1,
            f"ReactionTimes: the placement's exec reaction is counted, p50 <= p99 <= max < 10 s, the non-empty "
            f"buckets add up to the count, the last one's limit within 1/8 above the max: {reactions}")
+    handling = {k[0]: k for k in bus.get_json("HandlingTimes")}
+    expect(set(handling) == set(reactions)
+           and all(handling[k][1] == reactions[k][1] and handling[k][4] <= reactions[k][4] for k in reactions)
+           and sum(b[1] for b in handling["exec"][5]) == ex[1],
+           f"HandlingTimes: one per reaction, each at most its reaction's largest: {handling}")
     p = bus.run([tunectl, "processes"], run_as="nobody")
     lines = p.stdout.splitlines()
     expect(lines[0].split()[:3] == ["PID", "COMM", "RULE"]
