@@ -1055,6 +1055,11 @@ int placement_new(const placement_inputs *in, Placement **ret) {
         if (r < 0)
                 return r;
         (void) tune_boot_id(in->ctx, &p->boot_id);
+        if (p->event) {
+                r = process_cpuset_watch_mounts(p->event, p->ctx);
+                if (r < 0)
+                        log_debug_errno(r, "Failed to watch the mount table, asking the kernel at each cgroup read: %m");
+        }
         *ret = TAKE_PTR(p);
         return 0;
 }
@@ -1080,6 +1085,8 @@ Placement *placement_free(Placement *p) {
         if (reaction_stats_format(p->reactions.handling, &handling) >= 0)
                 log_full(level, "Handling times (start of the event's handling to the last CPU affinity set): %s.",
                          handling);
+        if (p->event)
+                process_cpuset_unwatch_mounts();
         tune_placer_free(p->placer);
         ready_drop(p);
         if (p->state_dfd >= 0)

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/epoll.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,50 +34,97 @@ static void safe_copy(char *dst, size_t size, const char *src) {
 
 /* The cgroup mounts, read again only when the mount table changed: every managed process
  * is read on its match and on every reconcile tick, and reading /proc/self/mounts is half
- * the cost of a lookup. The kernel says when the table changed: poll() on an open
- * /proc/self/mounts reports POLLPRI once per change. Below a test root the file is a plain
- * one, which never does: there it is read again at most once a second. The daemon is
- * single-threaded. */
+ * the cost of a lookup. The kernel says when the table changed: an open /proc/self/mounts
+ * reports POLLPRI once per change. The daemon's event loop watches for it
+ * (process_cpuset_watch_mounts()), so a read on an exec's way to its first pin asks the
+ * kernel nothing; without the loop (--explain) each read polls the file. Below a test root
+ * the file is a plain one, which never reports: there it is read again at most once a
+ * second. The daemon is single-threaded. */
 #define MOUNTS_MAX_AGE_USEC (1000 * 1000ULL)
 static tune_cgroup_mounts mounts_cache;
 static const tune_ctx *mounts_ctx;
 static uint64_t mounts_read_usec;
 static int mounts_fd = -1;
+static sd_event_source *mounts_source; /* on mounts_fd, for mounts_ctx */
+static bool mounts_stale;              /* the loop saw a change since the last read */
 
 static bool mounts_changed(void) {
         struct pollfd pfd = { .fd = mounts_fd, .events = POLLPRI };
 
+        if (mounts_source)
+                return mounts_stale; /* the loop takes the reports: a poll here would eat them */
         return poll(&pfd, 1, 0) != 0; /* a change, or an error: read them again */
 }
 
-static int read_mounts(const tune_ctx *ctx) {
+static uint64_t now_usec(void) {
         struct timespec ts;
-        uint64_t now;
-        int r;
 
         clock_gettime(CLOCK_MONOTONIC, &ts);
-        now = (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
+        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
+}
+
+static void mounts_close(void) {
+        mounts_source = sd_event_source_disable_unref(mounts_source);
+        if (mounts_fd >= 0)
+                close(mounts_fd);
+        mounts_fd = -1;
+        mounts_read_usec = 0;
+}
+
+static int read_mounts(const tune_ctx *ctx) {
+        int r;
+
         if (mounts_ctx == ctx && mounts_read_usec) {
-                if (mounts_fd >= 0 ? !mounts_changed() : now - mounts_read_usec < MOUNTS_MAX_AGE_USEC)
+                if (mounts_fd >= 0 ? !mounts_changed() : now_usec() - mounts_read_usec < MOUNTS_MAX_AGE_USEC)
                         return 0;
         }
-        if (mounts_ctx != ctx && mounts_fd >= 0) {
-                close(mounts_fd);
-                mounts_fd = -1;
-        }
+        if (mounts_ctx != ctx)
+                mounts_close();
         if (mounts_fd < 0 && tune_ctx_is_live(ctx)) {
                 mounts_fd = tune_open(ctx, "/proc/self/mounts", O_RDONLY | O_CLOEXEC, 0);
                 if (mounts_fd >= 0)
                         (void) mounts_changed(); /* take the pending report: the read below is current */
         }
+        mounts_stale = false;
         r = tune_cgroup_mounts_read(ctx, &mounts_cache);
         if (r < 0) {
                 mounts_read_usec = 0;
                 return r;
         }
         mounts_ctx = ctx;
-        mounts_read_usec = now;
+        mounts_read_usec = now_usec();
         return 0;
+}
+
+static int on_mounts_changed(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        mounts_stale = true;
+        return 0;
+}
+
+int process_cpuset_watch_mounts(sd_event *e, const tune_ctx *ctx) {
+        int r;
+
+        if (!tune_ctx_is_live(ctx))
+                return 0; /* a plain file below a test root: read_mounts() goes by age */
+        mounts_close();
+        mounts_fd = tune_open(ctx, "/proc/self/mounts", O_RDONLY | O_CLOEXEC, 0);
+        if (mounts_fd < 0)
+                return mounts_fd;
+        mounts_ctx = ctx;
+        /* Before the process events in the same wake-up: a change is seen before a read. */
+        r = sd_event_add_io(e, &mounts_source, mounts_fd, EPOLLPRI, on_mounts_changed, NULL);
+        if (r >= 0)
+                r = sd_event_source_set_priority(mounts_source, SD_EVENT_PRIORITY_IMPORTANT);
+        if (r < 0) {
+                mounts_close();
+                return r;
+        }
+        (void) sd_event_source_set_description(mounts_source, "cgroup-mounts");
+        return 0;
+}
+
+void process_cpuset_unwatch_mounts(void) {
+        mounts_close();
 }
 
 int process_cpuset_read(const tune_ctx *ctx, const tune_topology *t, pid_t pid, process_cpuset *ret) {

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <sys/types.h>
+#include <systemd/sd-event.h>
 
 #include "npu-tuned/plan.h"
 #include "npu-tuned/topology.h"
@@ -23,6 +24,11 @@ void process_cpuset_done(process_cpuset *c);
 /* -ESRCH when the process is gone; other errors leave *ret "not restricted" and are
  * returned for the caller to log. */
 int process_cpuset_read(const tune_ctx *ctx, const tune_topology *t, pid_t pid, process_cpuset *ret);
+/* Watch the mount table from the event loop, so that process_cpuset_read() need not ask
+ * the kernel whether its cached cgroup mounts are current; without it (--explain), each
+ * read polls. No-op below a test root. */
+int process_cpuset_watch_mounts(sd_event *e, const tune_ctx *ctx);
+void process_cpuset_unwatch_mounts(void);
 /* The planner's view (NULL: not restricted). */
 const tune_plan_cpuset *process_cpuset_for_plan(const process_cpuset *c) _pure_;
 /* Add "container", and when restricted "cgroup_cpus", "cgroup_mems", "cgroup" to an
