@@ -36,7 +36,7 @@ static int on_debounce(sd_event_source *s, uint64_t usec, void *userdata) {
                         continue;
                 e->comm_pending = false;
                 e->last_comm_eval_usec = now;
-                if (tune_proc_read_stat(w->ctx, e->p.pid, &st) < 0 || st.start_time != e->p.start_time ||
+                if (tune_proc_read_stat(w->ctx, e->p.pid, &st) < 0 || !entry_same_process(e, &st) ||
                     tune_proc_read_comm(w->ctx, e->p.pid, 0, comm) < 0)
                         continue; /* gone: its exit (or pidfd) says so */
                 if (streq(comm, e->p.comm))

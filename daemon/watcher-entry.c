@@ -125,6 +125,16 @@ void entry_release(Entry *e, watcher_exit_reason reason) {
         entry_free(e);
 }
 
+bool entry_same_process(Entry *e, const tune_proc_stat *st) {
+        if (!e->start_pending)
+                return e->p.start_time == st->start_time;
+        if (e->overruns_at_start != e->w->stats.overruns)
+                return false;
+        e->p.start_time = st->start_time;
+        e->start_pending = false;
+        return true;
+}
+
 /* 1: alive and still the same process, 0: gone. */
 int entry_alive(Entry *e) {
         if (e->p.pidfd >= 0) {
@@ -134,7 +144,7 @@ int entry_alive(Entry *e) {
                 return r == 0;
         }
         tune_proc_stat st;
-        return tune_proc_read_stat(e->w->ctx, e->p.pid, &st) >= 0 && st.start_time == e->p.start_time;
+        return tune_proc_read_stat(e->w->ctx, e->p.pid, &st) >= 0 && entry_same_process(e, &st);
 }
 
 /* The entry for pid if it is a live managed process; a dead one is released. */

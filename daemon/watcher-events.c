@@ -50,7 +50,7 @@ static void handle_exec(Watcher *w, pid_t pid) {
                         entry_release(e, WATCHER_EXIT_EXITED);
                 return;
         }
-        if (e && e->p.start_time != st.start_time) {
+        if (e && !entry_same_process(e, &st)) {
                 entry_release(e, WATCHER_EXIT_PID_REUSED);
                 e = NULL;
         }
@@ -103,25 +103,32 @@ static void handle_fork(Watcher *w, pid_t parent_tgid, pid_t child_pid, pid_t ch
                 entry_release(parent, WATCHER_EXIT_EXITED);
                 return;
         }
-        if (tune_proc_read_stat(w->ctx, child_pid, &st) < 0)
-                return;
         old = registry_get(w->registry, child_pid);
-        if (old && old->p.start_time == st.start_time)
-                /* Known already: a resync after an overrun found it, and this FORK event
-                 * was queued before it. Releasing it would drop a live, managed process
-                 * whose EXEC event may be one of those lost. */
-                return;
-        if (old)
+        if (old) {
+                if (tune_proc_read_stat(w->ctx, child_pid, &st) < 0)
+                        return;
+                if (entry_same_process(old, &st))
+                        /* Known already: a resync after an overrun found it, and this FORK
+                         * event was queued before it. Releasing it would drop a live,
+                         * managed process whose EXEC event may be one of those lost. */
+                        return;
                 entry_release(old, WATCHER_EXIT_PID_REUSED);
+        }
         /* A candidate's child is worth keeping only for an environment to inherit: without
          * one, a process that forks thousands of children would make thousands of
          * candidates out of nothing. */
         if (!parent->matched && !tune_env_capture_usable(&parent->p.env))
                 return;
-        e = entry_new(w, child_pid, st.start_time, parent_tgid, parent->budget_uid, false);
+        /* Its stat is not read now: most children exec at once, and a read while the exec
+         * runs waits for it and costs several times an ordinary one (and delays the EXEC
+         * event behind it); the EXEC reads the stat anyway. Until something reads it, the
+         * stream vouches for the pid (entry_same_process()); a child that exits first
+         * costs no read at all. Its name is its parent's, as the kernel copies it. */
+        e = entry_new(w, child_pid, 0, parent_tgid, parent->budget_uid, false);
         if (!e)
                 return;
-        memcpy(e->p.comm, st.comm, sizeof e->p.comm);
+        e->start_pending = true;
+        memcpy(e->p.comm, parent->p.comm, sizeof e->p.comm);
         if (parent->p.env.state == TUNE_ENV_READ && tune_env_capture_copy(&e->p.env, &parent->p.env) >= 0) {
                 if (!e->p.env.inherited)
                         e->p.env.from_pid = parent->p.pid;
@@ -184,7 +191,7 @@ static void handle_comm(Watcher *w, pid_t pid, pid_t tgid, const char *raw_comm)
         }
         if (st.flags & TUNE_PF_KTHREAD)
                 return;
-        if (e && e->p.start_time != st.start_time) {
+        if (e && !entry_same_process(e, &st)) {
                 entry_release(e, WATCHER_EXIT_PID_REUSED);
                 e = NULL;
         }

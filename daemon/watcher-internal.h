@@ -37,7 +37,12 @@ typedef struct Entry {
         uint64_t next_reconcile_usec;
         uint64_t next_device_usec;    /* 0: no device-file check pending */
         unsigned device_backoff_ms;
-        uint64_t overruns_at_start;   /* w->stats.overruns when its start time was read */
+        uint64_t overruns_at_start;   /* w->stats.overruns when its start time was read (or, with
+                                       * start_pending, when it was created) */
+        /* Created at its FORK without reading its stat (handle_fork()): p.start_time is not
+         * known until something reads the stat for another reason (its EXEC, a rename, a
+         * scan) and entry_same_process() takes it from there. */
+        bool start_pending;
         bool leader_exited;           /* its main thread's EXIT came while others ran on */
 } Entry;
 
@@ -106,6 +111,10 @@ Entry *entry_new(Watcher *w, pid_t pid, uint64_t start_time, pid_t ppid, uid_t u
 void entry_unmatch(Entry *e, watcher_exit_reason reason);
 void entry_release(Entry *e, watcher_exit_reason reason);
 int entry_alive(Entry *e);
+/* Whether st (just read from /proc) is e's process: the same start time; or, for a start
+ * time still pending, the stream's word while no event was lost since e was created (its
+ * EXIT would have released it first), and e takes st's start time. */
+bool entry_same_process(Entry *e, const tune_proc_stat *st);
 Entry *watcher_lookup_managed(Watcher *w, pid_t pid);
 Entry *watcher_lookup_managed_event(Watcher *w, pid_t pid);
 void entry_watch_pidfd(Entry *e);

@@ -152,7 +152,8 @@ int watcher_reload(Watcher *w, const tune_accels *accels, const tune_policy *pol
 
                 if (!e)
                         continue;
-                if (!watcher_have_rules(w) || tune_proc_read_comm(w->ctx, e->p.pid, 0, comm) < 0) {
+                if (!watcher_have_rules(w) || tune_proc_read_comm(w->ctx, e->p.pid, 0, comm) < 0 ||
+                    (e->start_pending && (tune_proc_read_stat(w->ctx, e->p.pid, &st) < 0 || !entry_same_process(e, &st)))) {
                         entry_release(e, watcher_have_rules(w) ? WATCHER_EXIT_EXITED : WATCHER_EXIT_UNMATCHED);
                         continue;
                 }
@@ -176,7 +177,7 @@ int watcher_evaluate_pid(Watcher *w, pid_t pid, managed_process **ret) {
                 return -ENOMEM;
         if (tune_proc_read_stat(w->ctx, pid, &st) < 0)
                 return -ESRCH;
-        if (e && e->p.start_time != st.start_time) {
+        if (e && !entry_same_process(e, &st)) {
                 entry_release(e, WATCHER_EXIT_PID_REUSED);
                 e = NULL;
         }

@@ -101,7 +101,7 @@ static bool entry_capture_env_of_ancestor(Entry *e, tune_env_capture *ret) {
                 if (tune_proc_read_stat(w->ctx, pid, &st) < 0 || (st.flags & TUNE_PF_KTHREAD) ||
                     st.start_time > e->p.start_time)
                         return false; /* gone, or not an ancestor (the pid was reused) */
-                if (a && a->p.start_time == st.start_time && tune_env_capture_usable(&a->p.env)) {
+                if (a && entry_same_process(a, &st) && tune_env_capture_usable(&a->p.env)) {
                         if (tune_env_capture_copy(ret, &a->p.env) < 0)
                                 return false;
                         ret->inherited = true;
@@ -196,7 +196,7 @@ static int entry_manage(Entry *e, int *pidfd, bool at_exec) {
                 fd = TAKE_FD(*pidfd);
                 r = tune_pidfd_exited(fd);
                 if (r < 0) /* cannot tell: the start time can */
-                        r = tune_proc_read_stat(w->ctx, e->p.pid, &st) < 0 || st.start_time != e->p.start_time;
+                        r = tune_proc_read_stat(w->ctx, e->p.pid, &st) < 0 || !entry_same_process(e, &st);
                 if (r != 0) {
                         close(fd);
                         return -ESRCH;
@@ -207,7 +207,7 @@ static int entry_manage(Entry *e, int *pidfd, bool at_exec) {
                 /* The pidfd names whatever had this pid when it was opened: only if the start
                  * time still matches now is it our process (a live process keeps its pid). */
                 r = tune_proc_read_stat(w->ctx, e->p.pid, &st);
-                if (r < 0 || st.start_time != e->p.start_time) {
+                if (r < 0 || !entry_same_process(e, &st)) {
                         if (fd >= 0)
                                 close(fd);
                         return -ESRCH;

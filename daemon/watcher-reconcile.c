@@ -137,7 +137,7 @@ void watcher_resync(Watcher *w) {
                 }
                 if (st.flags & TUNE_PF_KTHREAD)
                         continue;
-                if (e && e->p.start_time != st.start_time) {
+                if (e && !entry_same_process(e, &st)) {
                         entry_release(e, WATCHER_EXIT_PID_REUSED);
                         e = NULL;
                 }

@@ -608,6 +608,64 @@ static void test_fork_by_candidate(void **state) {
         expect(t, "");
 }
 
+/* A candidate's child is kept at its FORK without a read of its stat (most children exec
+ * at once, and the EXEC reads it): the child need not even be in /proc yet. Its start time
+ * comes from the next read made for another reason (its EXEC, a resync), taken while the
+ * stream vouches for the pid; once events were lost it cannot, and the entry is let go,
+ * the process taken anew from its stat. */
+static Entry *entry_of(world *t, pid_t pid) {
+        Entry *e = registry_get(t->w->registry, pid);
+        assert_non_null(e);
+        return e;
+}
+
+static void test_fork_child_stat_deferred(void **state) {
+        world *t = *state;
+        watcher_stats st;
+        Entry *e;
+
+        put_process(t, 200, 2000, "python3", "/usr/bin/python3");
+        exec_event(t, 200);
+        watcher_get_stats(t->w, &st);
+        assert_int_equal(st.candidates, 1);
+        fork_event(t, 200, 201, 201); /* not in /proc (yet): kept all the same */
+        watcher_get_stats(t->w, &st);
+        assert_int_equal(st.candidates, 2);
+        e = registry_get(t->w->registry, 201);
+        assert_non_null(e);
+        assert_true(e->start_pending);
+        assert_string_equal(e->p.comm, "python3"); /* its parent's, as the kernel copies it */
+
+        /* It execs into a program a rule takes: the EXEC's stat gives its start time. */
+        put_process(t, 201, 2100, "vllm-worker", "/usr/bin/python3");
+        exec_event(t, 201);
+        expect(t, "matched 201 vllm threads=1\n");
+        assert_non_null(watcher_find(t->w, 201));
+        assert_int_equal(watcher_find(t->w, 201)->start_time, 2100);
+
+        /* A resync reads every process: the pending start time is taken from it. */
+        put_process(t, 202, 2200, "python3", "/usr/bin/python3");
+        fork_event(t, 200, 202, 202);
+        assert_true(entry_of(t, 202)->start_pending);
+        watcher_on_lost(NULL, t->w);
+        e = registry_get(t->w->registry, 202);
+        assert_non_null(e);
+        assert_false(e->start_pending);
+        assert_int_equal(e->p.start_time, 2200);
+
+        /* Events lost after a child's FORK (coalesced: no resync yet): its EXEC finds an
+         * entry the stream no longer vouches for. It goes, and the process is matched from
+         * its own stat. */
+        fork_event(t, 200, 203, 203);
+        assert_true(entry_of(t, 203)->start_pending);
+        watcher_on_lost(NULL, t->w);
+        put_process(t, 203, 2300, "vllm-b", "/usr/bin/python3");
+        exec_event(t, 203);
+        expect(t, "matched 203 vllm threads=1\n");
+        assert_int_equal(watcher_find(t->w, 203)->start_time, 2300);
+        assert_false(entry_of(t, 203)->start_pending);
+}
+
 /* A managed process's thread events (a FORK, a rename): while no event was lost the stream
  * vouches that its pid is still that process (its main thread's EXIT would come first), so
  * nothing is read or polled per event; after an overrun its identity is checked again. */
@@ -716,6 +774,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_rename_storm, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_exec_resyncs_threads, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_fork_by_candidate, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_fork_child_stat_deferred, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_matches_per_user, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_overruns_coalesced, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_refused_match_retried, setup, teardown),
