@@ -183,7 +183,9 @@ static void handle_comm(Watcher *w, pid_t pid, pid_t tgid, const char *raw_comm)
         }
         if (pid != tgid || (!e && !watcher_have_rules(w)))
                 return; /* a thread of an unmanaged process: not ours */
-        /* The main thread of a candidate or unknown process retitled itself. */
+        /* The main thread of a candidate or unknown process retitled itself: a match may
+         * follow. */
+        mark_handling(w);
         if (tune_proc_read_stat(w->ctx, tgid, &st) < 0) {
                 if (e)
                         entry_release(e, WATCHER_EXIT_EXITED);

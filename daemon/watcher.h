@@ -138,6 +138,6 @@ int watcher_release_pid(Watcher *w, pid_t pid);
  * an event (a scan, a timer). For the consumer's reaction times. */
 uint64_t watcher_event_timestamp_ns(const Watcher *w);
 /* When the watcher began to handle that event (CLOCK_MONOTONIC, ns): taken for an exec, a
- * managed process's new thread and a rename, the events a reaction can follow; 0
- * otherwise. */
+ * managed process's new thread, and a rename of a managed thread or of a process's main
+ * thread, the events a reaction can follow; 0 otherwise. */
 uint64_t watcher_event_handling_ns(const Watcher *w);
