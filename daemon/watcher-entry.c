@@ -135,6 +135,12 @@ bool entry_same_process(Entry *e, const tune_proc_stat *st) {
         return true;
 }
 
+bool entry_settle_start(Entry *e) {
+        tune_proc_stat st;
+
+        return !e->start_pending || (tune_proc_read_stat(e->w->ctx, e->p.pid, &st) >= 0 && entry_same_process(e, &st));
+}
+
 /* 1: alive and still the same process, 0: gone. */
 int entry_alive(Entry *e) {
         if (e->p.pidfd >= 0) {

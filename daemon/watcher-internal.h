@@ -115,6 +115,9 @@ int entry_alive(Entry *e);
  * time still pending, the stream's word while no event was lost since e was created (its
  * EXIT would have released it first), and e takes st's start time. */
 bool entry_same_process(Entry *e, const tune_proc_stat *st);
+/* For a path that needs e's start time known and reads nothing else of its stat: a pending
+ * one is settled from a read (entry_same_process()). false: gone, or not e's process. */
+bool entry_settle_start(Entry *e);
 Entry *watcher_lookup_managed(Watcher *w, pid_t pid);
 Entry *watcher_lookup_managed_event(Watcher *w, pid_t pid);
 void entry_watch_pidfd(Entry *e);

@@ -153,7 +153,7 @@ int watcher_reload(Watcher *w, const tune_accels *accels, const tune_policy *pol
                 if (!e)
                         continue;
                 if (!watcher_have_rules(w) || tune_proc_read_comm(w->ctx, e->p.pid, 0, comm) < 0 ||
-                    (e->start_pending && (tune_proc_read_stat(w->ctx, e->p.pid, &st) < 0 || !entry_same_process(e, &st)))) {
+                    !entry_settle_start(e)) {
                         entry_release(e, watcher_have_rules(w) ? WATCHER_EXIT_EXITED : WATCHER_EXIT_UNMATCHED);
                         continue;
                 }

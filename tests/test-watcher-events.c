@@ -664,6 +664,18 @@ static void test_fork_child_stat_deferred(void **state) {
         expect(t, "matched 203 vllm threads=1\n");
         assert_int_equal(watcher_find(t->w, 203)->start_time, 2300);
         assert_false(entry_of(t, 203)->start_pending);
+
+        /* A policy reload evaluates every entry again: a pending start time is settled
+         * from a read first, and a child already gone is let go. */
+        put_process(t, 204, 2400, "python3", "/usr/bin/python3");
+        fork_event(t, 200, 204, 204);
+        fork_event(t, 200, 205, 205); /* never in /proc */
+        assert_true(entry_of(t, 204)->start_pending);
+        assert_true(entry_of(t, 205)->start_pending);
+        assert_int_equal(watcher_reload(t->w, NULL, t->policy), 0);
+        assert_false(entry_of(t, 204)->start_pending);
+        assert_int_equal(entry_of(t, 204)->p.start_time, 2400);
+        assert_null(registry_get(t->w->registry, 205));
 }
 
 /* A managed process's thread events (a FORK, a rename): while no event was lost the stream
