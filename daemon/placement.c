@@ -506,7 +506,7 @@ static void apply_changed(Placement *p, const tune_keys *changed) {
         }
 }
 
-static void verify_memory(Placement *p, managed_process *mp, const tune_plan *pl, uint64_t not_moved) {
+static void verify_memory(Placement *p, managed_process *mp, const tune_plan *pl, const tune_memmove_stats *moved) {
         tune_numa_usage u = {};
         int r;
 
@@ -519,17 +519,25 @@ static void verify_memory(Placement *p, managed_process *mp, const tune_plan *pl
         ((placed_process *) mp->userdata)->locality = tune_numa_usage_locality(&u, &pl->mem_nodes, false);
         log_info("Memory of pid %d: %.1f%% of %llu MiB on its memory node(s) (anonymous memory: %.1f%%); %llu page(s) could not move.",
                  mp->pid, tune_numa_usage_locality(&u, &pl->mem_nodes, false), (unsigned long long) (u.total_kib / 1024),
-                 tune_numa_usage_locality(&u, &pl->mem_nodes, true), (unsigned long long) not_moved);
+                 tune_numa_usage_locality(&u, &pl->mem_nodes, true), (unsigned long long) tune_memmove_stats_not_moved(moved));
+        /* Pages the kernel's NUMA balancing has unmapped: move_pages(2) cannot move them, the
+         * balancing moves each toward the CPUs of the next thread that touches it (docs/placement.md). */
+        if (moved->hinted > 0)
+                log_info("Memory of pid %d: %llu page(s) left where they are to the kernel's NUMA balancing, "
+                         "which had unmapped them for a hinting fault (kernel.numa_balancing=1); they move when "
+                         "next touched (host.numa_balancing: 0 in the policy leaves none such).",
+                         mp->pid, (unsigned long long) moved->hinted);
         tune_numa_usage_done(&u);
 }
 
-static void memory_finish(Placement *p, managed_process *mp, placed_process *pp, const tune_plan *pl,
-                          uint64_t not_moved) {
+static void memory_finish(Placement *p, managed_process *mp, placed_process *pp, const tune_plan *pl) {
+        const tune_memmove_stats moved = *tune_memmove_get_stats(pp->memmove);
+
         pp->memory_done = true;
         p->stats.migrations++;
         pp->memory_timer = sd_event_source_disable_unref(pp->memory_timer);
         pp->memmove = tune_memmove_free(pp->memmove);
-        verify_memory(p, mp, pl, not_moved);
+        verify_memory(p, mp, pl, &moved);
 }
 
 /* The settle delay is over, or a rate-limited migration has work left: move memory. */
@@ -572,7 +580,7 @@ static int on_memory_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                 return 0;
         }
         if (r == 0) {
-                memory_finish(p, mp, pp, pl, tune_memmove_stats_not_moved(tune_memmove_get_stats(pp->memmove)));
+                memory_finish(p, mp, pp, pl);
                 return 0;
         }
         r = sd_event_source_set_time_relative(s, rule->memory_rate_mib_s == 0 ? UNLIMITED_STEP_GAP_USEC : MIGRATE_STEP_USEC);

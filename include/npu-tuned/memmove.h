@@ -10,6 +10,7 @@
  * call, with move_pages(2) in batches: first a query (where is each page?), then a move
  * of only the pages not on a target node. So the budget counts pages really moved, and
  * every page gets a status: moved, already there, absent (never touched, zero page),
+ * hinted (there, but unmapped by automatic NUMA balancing: move_pages cannot see it),
  * busy (pinned for DMA: -EBUSY), unmovable (special mapping: -EFAULT), denied (shared
  * without MPOL_MF_MOVE_ALL: -EACCES), target full (-ENOMEM), failed. Pages that cannot move are
  * counted and reported, never an error. move_pages(2) stops a batch at the first page
@@ -52,10 +53,20 @@ typedef struct tune_memmove_backend {
          * a query per page. */
         int (*present)(void *userdata, pid_t pid, uint64_t start, uint64_t end, uint64_t *ret_start,
                        uint64_t *ret_end);
+        /* pagemap(5) entries of count base pages from start (TUNE_PAGEMAP_*): 0 or -errno;
+         * NULL: never asked (every page the query reports absent counts as absent). Asked
+         * only for a batch in which the query reports pages absent (-ENOENT, -EFAULT), to
+         * tell those that are there (hinted, below) from those that are not. */
+        int (*page_flags)(void *userdata, pid_t pid, uint64_t start, unsigned long count, uint64_t *ret);
         void *userdata;
 } tune_memmove_backend;
 
 extern const tune_memmove_backend tune_memmove_backend_kernel;
+
+/* pagemap(5) bits. */
+#define TUNE_PAGEMAP_PRESENT (UINT64_C(1) << 63)
+#define TUNE_PAGEMAP_SWAPPED (UINT64_C(1) << 62)
+#define TUNE_PAGEMAP_EXCLUSIVE (UINT64_C(1) << 56)
 
 typedef struct tune_memmove_params {
         const tune_memmove_backend *backend; /* NULL: the kernel */
@@ -79,6 +90,11 @@ typedef struct tune_memmove_stats {
         uint64_t moved_kib;
         uint64_t absent;        /* no page of its own there: never touched, swapped out, the zero
                                  * page (-ENOENT, or -EFAULT when queried) */
+        uint64_t hinted;        /* there (pagemap: present), yet move_pages(2) reports it absent and
+                                 * cannot move it: automatic NUMA balancing has unmapped it for a
+                                 * hinting fault (PROT_NONE; seen on Linux 6.1: -ENOENT, -EFAULT
+                                 * for a huge page). The kernel itself moves it toward the CPUs
+                                 * that next touch it, which are the placed threads' */
         uint64_t busy;          /* -EBUSY: pinned (DMA) or under I/O */
         uint64_t unmovable;     /* -EFAULT when moved: special or device mapping */
         uint64_t denied;        /* -EACCES: mapped by other processes, no MOVE_ALL */

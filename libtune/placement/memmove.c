@@ -55,6 +55,18 @@ struct pm_scan_arg {
 #define PAGE_IS_SWAPPED (1 << 4)
 #endif
 
+/* /proc/PID/pagemap, or -ESRCH when the process is gone. */
+static int open_pagemap(pid_t pid) {
+        char path[64];
+        int fd;
+
+        snprintf(path, sizeof path, "/proc/%d/pagemap", (int) pid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOENT ? -ESRCH : negative_errno();
+        return fd;
+}
+
 static int kernel_present(void *userdata, pid_t pid, uint64_t start, uint64_t end, uint64_t *ret_start,
                           uint64_t *ret_end) {
         _cleanup_close_ int fd = -EBADF;
@@ -68,13 +80,11 @@ static int kernel_present(void *userdata, pid_t pid, uint64_t start, uint64_t en
                 .category_anyof_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
                 .return_mask = PAGE_IS_PRESENT | PAGE_IS_SWAPPED,
         };
-        char path[64];
         long n;
 
-        snprintf(path, sizeof path, "/proc/%d/pagemap", (int) pid);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
+        fd = open_pagemap(pid);
         if (fd < 0)
-                return errno == ENOENT ? -ESRCH : negative_errno();
+                return fd;
         n = ioctl(fd, PAGEMAP_SCAN, &arg);
         if (n < 0)
                 return errno == ENOTTY || errno == EINVAL ? -EOPNOTSUPP : negative_errno();
@@ -85,10 +95,28 @@ static int kernel_present(void *userdata, pid_t pid, uint64_t start, uint64_t en
         return 1;
 }
 
+static int kernel_page_flags(void *userdata, pid_t pid, uint64_t start, unsigned long count, uint64_t *ret) {
+        _cleanup_close_ int fd = -EBADF;
+        const long page = sysconf(_SC_PAGESIZE);
+        const size_t size = count * sizeof(uint64_t);
+        ssize_t n;
+
+        fd = open_pagemap(pid);
+        if (fd < 0)
+                return fd;
+        n = pread(fd, ret, size, (off_t) (start / (uint64_t) page * sizeof(uint64_t)));
+        if (n < 0)
+                return negative_errno();
+        /* Past the end of the address space (cannot happen inside a VMA): not present. */
+        memset((char *) ret + n, 0, size - (size_t) n);
+        return 0;
+}
+
 const tune_memmove_backend tune_memmove_backend_kernel = {
         .migrate_pages = kernel_migrate_pages,
         .move_pages = kernel_move_pages,
         .present = kernel_present,
+        .page_flags = kernel_page_flags,
 };
 
 static int pick_backend(const tune_ctx *ctx, const tune_memmove_backend **b) {
@@ -126,8 +154,10 @@ struct tune_memmove {
         uint64_t present_end; /* the present range addr is in ends here (0: look it up) */
         bool no_present;      /* the backend cannot tell present pages: query them all */
         bool move_file;
+        unsigned base_page_kib; /* pagemap's granularity */
         void **pages, **move_pages;
         int *status, *nodes, *move_status, *orig;
+        uint64_t *page_flags; /* pagemap entries of the batch's pages, read when asked */
         tune_memmove_stats stats;
 };
 
@@ -142,6 +172,7 @@ tune_memmove *tune_memmove_free(tune_memmove *m) {
         free(m->nodes);
         free(m->move_status);
         free(m->orig);
+        free(m->page_flags);
         free(m);
         return NULL;
 }
@@ -260,8 +291,11 @@ int tune_memmove_new(const tune_ctx *ctx, pid_t pid, const tune_cpuset *target_n
         m->nodes = calloc(m->batch, sizeof(int));
         m->move_status = calloc(m->batch, sizeof(int));
         m->orig = calloc(m->batch, sizeof(int));
-        if (!m->pages || !m->move_pages || !m->status || !m->nodes || !m->move_status || !m->orig)
+        m->page_flags = calloc(m->batch, sizeof(uint64_t));
+        if (!m->pages || !m->move_pages || !m->status || !m->nodes || !m->move_status || !m->orig ||
+            !m->page_flags)
                 return -ENOMEM;
+        m->base_page_kib = (unsigned) (sysconf(_SC_PAGESIZE) / 1024);
 
         r = tune_numa_maps_foreach(ctx, pid, collect_vma, m, NULL);
         if (r < 0)
@@ -411,6 +445,21 @@ static int move_batch(tune_memmove *m, unsigned n, unsigned page_kib) {
         return 0;
 }
 
+/* The pagemap entries of the batch's pages into m->page_flags; all zero (not present) when
+ * the backend cannot read them or the VMA's pages are not base pages (hugetlb: never
+ * unmapped for hinting faults). */
+static int query_page_flags(tune_memmove *m, const work_vma *v, uint64_t count) {
+        memset(m->page_flags, 0, count * sizeof(uint64_t));
+        if (!m->backend->page_flags || v->page_kib != m->base_page_kib)
+                return 0;
+        int r = m->backend->page_flags(m->backend->userdata, m->pid, m->addr, (unsigned long) count, m->page_flags);
+        if (r == -ESRCH)
+                return r;
+        if (r < 0)
+                memset(m->page_flags, 0, count * sizeof(uint64_t));
+        return 0;
+}
+
 int tune_memmove_step(tune_memmove *m, uint64_t max_kib) {
         /* moved_kib: KiB we asked the kernel to move in this step (the cost the budget
          * bounds, whether or not every page could move). */
@@ -478,6 +527,7 @@ int tune_memmove_step(tune_memmove *m, uint64_t max_kib) {
                         return r == -ENOENT ? -ESRCH : (int) r;
                 /* Take off-target pages up to the budget; the batch ends before the first
                  * one that does not fit, and the next step starts there. */
+                bool flags_read = false;
                 for (consumed = 0; consumed < count; consumed++) {
                         int st = m->status[consumed];
 
@@ -487,11 +537,25 @@ int tune_memmove_step(tune_memmove *m, uint64_t max_kib) {
                                 if (n_move >= budget_pages)
                                         break;
                                 m->move_pages[n_move++] = m->pages[consumed];
-                        } else if (st == -EFAULT || st == -ENOENT)
+                        } else if (st == -EFAULT || st == -ENOENT) {
                                 /* No page of its own there: never touched (no page table:
-                                 * -EFAULT), not present (-ENOENT), or the zero page. */
-                                m->stats.absent++;
-                        else
+                                 * -EFAULT), not present (-ENOENT), or the zero page. Or a
+                                 * page that is there but unmapped for a NUMA hinting fault,
+                                 * which move_pages(2) cannot see on some kernels: pagemap
+                                 * tells them apart (the zero page is present but not
+                                 * exclusively mapped, and queries as -EFAULT). */
+                                if (!flags_read) {
+                                        r = query_page_flags(m, v, count);
+                                        if (r < 0)
+                                                return r;
+                                        flags_read = true;
+                                }
+                                uint64_t pf = m->page_flags[consumed];
+                                if ((pf & TUNE_PAGEMAP_PRESENT) && (st == -ENOENT || (pf & TUNE_PAGEMAP_EXCLUSIVE)))
+                                        m->stats.hinted++;
+                                else
+                                        m->stats.absent++;
+                        } else
                                 count_query_status(&m->stats, st);
                 }
                 m->stats.scanned += consumed;

@@ -481,6 +481,7 @@ static int run(options *o, json_object *out) {
                         json_object_object_add(mig, "moved", json_object_new_int64((int64_t) s->moved));
                         json_object_object_add(mig, "moved_kib", json_object_new_int64((int64_t) s->moved_kib));
                         json_object_object_add(mig, "absent", json_object_new_int64((int64_t) s->absent));
+                        json_object_object_add(mig, "hinted", json_object_new_int64((int64_t) s->hinted));
                         json_object_object_add(mig, "busy", json_object_new_int64((int64_t) s->busy));
                         json_object_object_add(mig, "unmovable", json_object_new_int64((int64_t) s->unmovable));
                         json_object_object_add(mig, "denied", json_object_new_int64((int64_t) s->denied));

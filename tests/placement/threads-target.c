@@ -12,6 +12,10 @@
  * can tell who bound it). Prints "bound" once all have. --tag N does nothing: policies
  * match it on the command line.
  *
+ * --spin-ms N: once its memory is touched, the main thread spins N ms without touching it
+ * again before "ready", so that automatic NUMA balancing (its scan delay lowered) scans the
+ * process and unmaps the pages for hinting faults (tests/vm/scenarios/placement.sh).
+ *
  * --move-on-usr1 1: one more thread, "work-mover", that renames itself "ctl-moved" when the
  * process gets SIGUSR1 (so a test decides when a placed thread changes role).
  *
@@ -132,7 +136,7 @@ static unsigned long arg_num(const char *s) {
 }
 
 int main(int argc, char **argv) {
-        unsigned long control = 2, compute = 2, mib = 0, late_ms = 0, timeout = 300, move_on_usr1 = 0;
+        unsigned long control = 2, compute = 2, mib = 0, late_ms = 0, timeout = 300, move_on_usr1 = 0, spin_ms = 0;
         long node = -1;
         char *mem = NULL;
 
@@ -157,6 +161,8 @@ int main(int argc, char **argv) {
                         timeout = v;
                 else if (!strcmp(a, "--self-bind-ms"))
                         self_bind_ms = v;
+                else if (!strcmp(a, "--spin-ms"))
+                        spin_ms = v;
                 else if (!strcmp(a, "--move-on-usr1"))
                         move_on_usr1 = v;
                 else if (!strcmp(a, "--tag"))
@@ -185,6 +191,13 @@ int main(int argc, char **argv) {
                         perror("threads-target: set_mempolicy");
                         return 1;
                 }
+        }
+        if (spin_ms > 0) {
+                struct timespec t0, t;
+                clock_gettime(CLOCK_MONOTONIC, &t0);
+                do
+                        clock_gettime(CLOCK_MONOTONIC, &t);
+                while ((unsigned long) ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000) < spin_ms);
         }
         n_to_bind = (unsigned) (control + compute + 1);
         if (move_on_usr1 && spawn_mover() < 0)

@@ -18,6 +18,7 @@
 # shellcheck disable=SC2317 # the check functions run through vm_wait_for
 # shellcheck source-path=SCRIPTDIR source=../guest-lib.sh
 . /usr/lib/npu-vm/lib.sh
+vm_numa_balancing_off
 
 for tool in npu-tuned threads-target; do
 	command -v "$tool" >/dev/null || vm_fail "$tool not in the guest (pass it with --file)"

@@ -13,6 +13,7 @@
 # of each and the ratios to migratepages are printed ("VM-MIGRATE: ...").
 # shellcheck source-path=SCRIPTDIR source=../guest-lib.sh
 . /usr/lib/npu-vm/lib.sh
+vm_numa_balancing_off
 
 dir=/tmp/$VM_SCENARIO
 mib=${VM_MIGRATE_MIB:-1024}

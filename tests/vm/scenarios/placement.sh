@@ -18,6 +18,7 @@
 #        --file build/tests/place-pid --file build/tests/threads-target
 # shellcheck source-path=SCRIPTDIR source=../guest-lib.sh
 . /usr/lib/npu-vm/lib.sh
+vm_numa_balancing_off
 
 for tool in place-pid threads-target; do
 	command -v "$tool" >/dev/null || vm_fail "$tool not in the guest (pass it with --file)"
@@ -111,4 +112,52 @@ else
 	vm_not_ok "migrate_pages: pages on node $edu_node" "${after}% < 95%"
 fi
 kill "$target2" 2>/dev/null
+
+# --- pages NUMA balancing has unmapped: counted as hinted, not as absent ----------------
+# With kernel.numa_balancing=1 the kernel scans a running process and unmaps its pages
+# (PROT_NONE) to learn from the faults who touches them. move_pages(2) reports such a page
+# absent on this kernel (-ENOENT, -EFAULT for a huge page) and cannot move it. The session
+# must say so (hinted: pagemap shows it there), not count it as never touched. The scan
+# is forced: no delay after exec, and a target that runs 3 s without touching its memory.
+sched_nb=/sys/kernel/debug/sched/numa_balancing
+[ -d "$sched_nb" ] || mount -t debugfs none /sys/kernel/debug 2>/dev/null
+[ -w "$sched_nb/scan_delay_ms" ] || vm_skip "no $sched_nb/scan_delay_ms (debugfs): cannot force a NUMA balancing scan"
+delay0=$(cat "$sched_nb/scan_delay_ms") period0=$(cat "$sched_nb/scan_period_min_ms")
+echo 0 >"$sched_nb/scan_delay_ms"
+echo 100 >"$sched_nb/scan_period_min_ms"
+echo 1 >/proc/sys/kernel/numa_balancing
+vmstat_pte() { awk '$1 == "numa_pte_updates" { print $2 }' /proc/vmstat; }
+pte0=$(vmstat_pte)
+threads-target --control 1 --compute 1 --mib 64 --node 0 --spin-ms 3000 --timeout 200 >/tmp/ready3 &
+target3=$!
+vm_wait_for 60 grep -q '^ready' /tmp/ready3 || vm_fail "third threads-target did not start"
+unmapped=$(($(vmstat_pte) - pte0))
+vm_log "NUMA balancing unmapped $unmapped page(s) while the target ran (64 MiB: 16384)"
+[ "$unmapped" -ge 14000 ] || vm_not_ok "setup: NUMA balancing unmapped the target's pages" "only $unmapped of 16384"
+timeout 150 place-pid --pid "$target3" --kind edu:1234:11e8 --accel edu:0 \
+	--control-glob 'ctl-*' --control-main --control-cpus 1 \
+	--compute-glob 'work-*' --compute-cpus 1 \
+	--min-free-mib 64 --settle-ms 0 --rate-mib-s 256 --tick-ms 50 >/tmp/place3.json
+rc=$?
+echo "$delay0" >"$sched_nb/scan_delay_ms"
+echo "$period0" >"$sched_nb/scan_period_min_ms"
+echo 0 >/proc/sys/kernel/numa_balancing
+sed -n '/"migration"/,/}/p' /tmp/place3.json
+[ $rc = 0 ] || vm_fail "place-pid (hinted pages) exited $rc"
+field() { sed -n 's/.*"'"$1"'": *\([0-9]*\).*/\1/p' /tmp/place3.json | head -n1; }
+hinted=$(field hinted) absent=$(field absent) moved=$(field moved)
+vm_log "hinted ${hinted:-?}, absent ${absent:-?}, moved ${moved:-?}"
+# The kernel's own word first: the pages the session could not move are still on node 0.
+left=$(vm_pages_pct 0 "$target3")
+# The pages the kernel unmapped are the ones the session calls hinted (the margin: other
+# processes' pages the scan unmapped meanwhile). Absent ones are the untouched rest of the
+# threads' stacks; before, the hinted ones were counted with them.
+if [ "${hinted:-0}" -ge $((unmapped * 9 / 10)) ] && [ "${hinted:-0}" -le "$unmapped" ]; then
+	vm_ok "hinted: ${hinted} page(s) unmapped by NUMA balancing, told from the ${absent} absent ones; ${left}% still on node 0"
+else
+	vm_not_ok "hinted pages" "hinted ${hinted:-none} (absent ${absent:-?}) of $unmapped unmapped (${left}% on node 0)"
+fi
+vm_expect_eq "pages the session calls hinted are still where they were (numa_maps: >= 90% on node 0)" \
+	"$([ "$left" -ge 90 ] && echo yes || echo "no: $left%")" yes
+kill "$target3" 2>/dev/null
 vm_finish
