@@ -521,7 +521,7 @@ static void verify_memory(Placement *p, managed_process *mp, const tune_plan *pl
                  mp->pid, tune_numa_usage_locality(&u, &pl->mem_nodes, false), (unsigned long long) (u.total_kib / 1024),
                  tune_numa_usage_locality(&u, &pl->mem_nodes, true), (unsigned long long) tune_memmove_stats_not_moved(moved));
         /* Pages the kernel's NUMA balancing has unmapped: move_pages(2) cannot move them, the
-         * balancing moves each toward the CPUs of the next thread that touches it (docs/placement.md). */
+         * balancing moves each toward the node of the CPU that next touches it (docs/placement.md). */
         if (moved->hinted > 0)
                 log_info("Memory of pid %d: %llu page(s) left where they are to the kernel's NUMA balancing, "
                          "which had unmapped them for a hinting fault (kernel.numa_balancing=1); they move when "

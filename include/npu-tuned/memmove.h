@@ -93,8 +93,8 @@ typedef struct tune_memmove_stats {
         uint64_t hinted;        /* there (pagemap: present), yet move_pages(2) reports it absent and
                                  * cannot move it: automatic NUMA balancing has unmapped it for a
                                  * hinting fault (PROT_NONE; seen on Linux 6.1: -ENOENT, -EFAULT
-                                 * for a huge page). The kernel itself moves it toward the CPUs
-                                 * that next touch it, which are the placed threads' */
+                                 * for a huge page). The kernel itself moves it toward the node
+                                 * of the CPU that next touches it */
         uint64_t busy;          /* -EBUSY: pinned (DMA) or under I/O */
         uint64_t unmovable;     /* -EFAULT when moved: special or device mapping */
         uint64_t denied;        /* -EACCES: mapped by other processes, no MOVE_ALL */
