@@ -134,9 +134,9 @@ grep -q '^OK: 3 files' "$tmp/out" || fail "order: $(cat "$tmp/out")"
 grep -q 'is overridden' "$tmp/err" && fail "order: a warning on the intended override: $(cat "$tmp/err")"
 grep -Fxq "  processes[vllm-worker].memory.min_free_mib = 64  <- $site:5" "$tmp/out" ||
         fail "order: min_free_mib's origin: $(grep min_free "$tmp/out")"
-grep -Fxq "      replaces 8192  <- $tmp/order/etc/50-atlas-800i-a2.json:39" "$tmp/out" ||
+grep -Fxq "      replaces 8192  <- $tmp/order/etc/50-atlas-800i-a2.json:40" "$tmp/out" ||
         fail "order: what the drop-in replaced: $(grep -A2 'vllm-worker].memory.min_free' "$tmp/out")"
-grep -Fxq "  processes[vllm-worker].memory.migrate = true  <- $tmp/order/etc/50-atlas-800i-a2.json:37" "$tmp/out" ||
+grep -Fxq "  processes[vllm-worker].memory.migrate = true  <- $tmp/order/etc/50-atlas-800i-a2.json:38" "$tmp/out" ||
         fail "order: the example does not win over the default: $(grep 'vllm-worker].memory.migrate' "$tmp/out")"
 expect 0 - -- --print-policy --policy-dir "$tmp/order/usr" --policy-dir "$tmp/order/etc"
 python3 -c '
@@ -152,7 +152,7 @@ grep -Fq "  processes[vllm-worker].memory.min_free_mib = 64  <- $site:5" "$tmp/e
 rm "$tmp/order/etc/50-atlas-800i-a2.json"
 cp "$src/policies/50-atlas-800i-a2.json" "$tmp/order/etc/atlas-800i-a2.json"
 expect 0 - -- --check-policy "$tmp/order/usr" "$tmp/order/etc"
-grep -Fq "$site: processes[0].memory.min_free_mib: warning: 64 is overridden by 8192 from $tmp/order/etc/atlas-800i-a2.json (line 39), which is read after it: files merge in the order of their names, whatever their directory; name a drop-in so that it sorts after the files it adapts (60-site.json after 50-atlas-800i-a2.json) (line 5, column 19)" "$tmp/err" ||
+grep -Fq "$site: processes[0].memory.min_free_mib: warning: 64 is overridden by 8192 from $tmp/order/etc/atlas-800i-a2.json (line 40), which is read after it: files merge in the order of their names, whatever their directory; name a drop-in so that it sorts after the files it adapts (60-site.json after 50-atlas-800i-a2.json) (line 5, column 19)" "$tmp/err" ||
         fail "no warning for the overridden drop-in value: $(cat "$tmp/err")"
 grep -Fxq "      replaces 64  <- $site:5 (not a shipped file: see the warning)" "$tmp/out" ||
         fail "order: the overridden drop-in value is not shown: $(grep -A2 'vllm-worker].memory.min_free' "$tmp/out")"
