@@ -147,6 +147,27 @@ static knobs_inputs knobs_inputs_of(Manager *m) {
         };
 }
 
+/* Memory npu-tuned moves and the kernel's NUMA balancing pull in different directions
+ * (docs/placement.md): said once per policy, after the knobs (a policy that turns the
+ * balancing off has done so by now), when a rule moves memory and the balancing is on. */
+static void manager_note_numa_balancing(Manager *m) {
+        const tune_policy_rule *migrating = NULL;
+        long v;
+
+        if (!m->policy)
+                return;
+        for (unsigned i = 0; i < m->policy->n_rules && !migrating; i++)
+                if (m->policy->rules[i].memory_migrate)
+                        migrating = &m->policy->rules[i];
+        if (!migrating || tune_read_int(m->ctx, "/proc/sys/kernel/numa_balancing", &v) < 0 || v == 0)
+                return;
+        log_notice("kernel.numa_balancing is %ld and rule \"%s\" moves memory: the kernel moves the pages a "
+                   "thread touches toward that thread's node, undoing memory placed on another node than "
+                   "the process's CPUs, and on some kernels move_pages(2) cannot move the pages it has just "
+                   "unmapped for hinting faults. host.numa_balancing: 0 in the policy leaves memory to npu-tuned.",
+                   v, migrating->name);
+}
+
 static int manager_start_knobs(Manager *m) {
         knobs_inputs in = knobs_inputs_of(m);
 
@@ -172,6 +193,7 @@ int manager_reapply(Manager *m, bool placements_kept) {
                         ret = log_error_errno(r, "Failed to match processes against the new policy: %m");
         }
         r = knobs_reload(old, &in, &m->knobs);
+        manager_note_numa_balancing(m);
         return r < 0 ? r : ret;
 }
 
@@ -240,6 +262,7 @@ int manager_start(Manager *m) {
         r = manager_start_knobs(m);
         if (r < 0)
                 return r;
+        manager_note_numa_balancing(m);
         /* Last: the bus shows a daemon that has started. */
         return manager_bus_open(m->bus);
 }

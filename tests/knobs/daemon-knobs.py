@@ -270,6 +270,30 @@ def test_irqbalance():
         c.close()
 
 
+def test_numa_balancing_notice():
+    """A rule that moves memory while kernel.numa_balancing is on gets a notice
+    (docs/placement.md); not when the policy turns the balancing off, nor without such a
+    rule. The fake tree's numa_balancing starts at 1."""
+    rule = ('{"version": 1, "processes": [{"name": "mover", "match": {"comm": "no-such-worker", '
+            '"user": "root"}, "memory": {"migrate": %s}}]}')
+    notice = 'kernel.numa_balancing is 1 and rule "mover" moves memory'
+    for name, balancing, migrate, want in (("on", None, "true", True), ("off", 0, "true", False),
+                                           ("nomove", None, "false", False)):
+        c = Case("numa-" + name, numa_balancing=balancing)
+        try:
+            with open(os.path.join(c.policy, "60-mover.json"), "w") as f:
+                f.write(rule % migrate)
+            d = started(c)
+            log = d.output()
+            expect((notice in log) == want, f"{name}: notice {'missing' if want else 'unexpected'}", log)
+            with open(os.path.join(c.root, "proc/sys/kernel/numa_balancing")) as f:
+                now = f.read().strip()
+            expect(now == ("0" if balancing == 0 else "1"), f"{name}: numa_balancing {now}", log)
+            stop(d)
+        finally:
+            c.close()
+
+
 def test_no_host_settings():
     c = Case("nohost")
     try:
