@@ -147,17 +147,24 @@ sed -n '/"migration"/,/}/p' /tmp/place3.json
 field() { sed -n 's/.*"'"$1"'": *\([0-9]*\).*/\1/p' /tmp/place3.json | head -n1; }
 hinted=$(field hinted) absent=$(field absent) moved=$(field moved)
 vm_log "hinted ${hinted:-?}, absent ${absent:-?}, moved ${moved:-?}"
-# The kernel's own word first: the pages the session could not move are still on node 0.
+# The kernel's own word first: where the pages are now.
 left=$(vm_pages_pct 0 "$target3")
-# The pages the kernel unmapped are the ones the session calls hinted (the margin: other
-# processes' pages the scan unmapped meanwhile). Absent ones are the untouched rest of the
-# threads' stacks; before, the hinted ones were counted with them.
-if [ "${hinted:-0}" -ge $((unmapped * 9 / 10)) ] && [ "${hinted:-0}" -le "$unmapped" ]; then
-	vm_ok "hinted: ${hinted} page(s) unmapped by NUMA balancing, told from the ${absent} absent ones; ${left}% still on node 0"
+moved_pct=$(vm_pages_pct "$edu_node" "$target3")
+if [ "$moved_pct" -ge 95 ]; then
+	# A kernel whose move_pages(2) sees such pages (CI fetches the current Debian 12
+	# kernel, and a stable update may change this): they moved, nothing to tell apart.
+	vm_ok "this kernel's move_pages moved the pages NUMA balancing had unmapped: ${moved_pct}% on node $edu_node (hinted ${hinted:-?})"
 else
-	vm_not_ok "hinted pages" "hinted ${hinted:-none} (absent ${absent:-?}) of $unmapped unmapped (${left}% on node 0)"
+	# The pages the kernel unmapped are the ones the session calls hinted (the margin:
+	# other processes' pages the scan unmapped meanwhile). Absent ones are the untouched
+	# rest of the threads' stacks; before, the hinted ones were counted with them.
+	if [ "${hinted:-0}" -ge $((unmapped * 9 / 10)) ] && [ "${hinted:-0}" -le "$unmapped" ]; then
+		vm_ok "hinted: ${hinted} page(s) unmapped by NUMA balancing, told from the ${absent} absent ones; ${left}% still on node 0"
+	else
+		vm_not_ok "hinted pages" "hinted ${hinted:-none} (absent ${absent:-?}) of $unmapped unmapped (${left}% on node 0)"
+	fi
+	vm_expect_eq "pages the session calls hinted are still where they were (numa_maps: >= 90% on node 0)" \
+		"$([ "$left" -ge 90 ] && echo yes || echo "no: $left%")" yes
 fi
-vm_expect_eq "pages the session calls hinted are still where they were (numa_maps: >= 90% on node 0)" \
-	"$([ "$left" -ge 90 ] && echo yes || echo "no: $left%")" yes
 kill "$target3" 2>/dev/null
 vm_finish
