@@ -128,6 +128,7 @@ static void handle_fork(Watcher *w, pid_t parent_tgid, pid_t child_pid, pid_t ch
         if (!e)
                 return;
         e->start_pending = true;
+        e->fork_timestamp_ns = w->stats.event_timestamp_ns;
         memcpy(e->p.comm, parent->p.comm, sizeof e->p.comm);
         if (parent->p.env.state == TUNE_ENV_READ && tune_env_capture_copy(&e->p.env, &parent->p.env) >= 0) {
                 if (!e->p.env.inherited)

@@ -43,6 +43,8 @@ typedef struct Entry {
          * known until something reads the stat for another reason (its EXEC, a rename, a
          * scan) and entry_same_process() takes it from there. */
         bool start_pending;
+        uint64_t fork_timestamp_ns;   /* with start_pending: its FORK event's kernel time
+                                       * (CLOCK_MONOTONIC), 0 when unknown */
         bool leader_exited;           /* its main thread's EXIT came while others ran on */
 } Entry;
 

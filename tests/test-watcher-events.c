@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -111,6 +112,15 @@ static void exec_event(world *t, pid_t pid) {
         struct proc_event ev = { .what = PROC_EVENT_EXEC };
         ev.event_data.exec.process_pid = pid;
         ev.event_data.exec.process_tgid = pid;
+        feed(t, &ev);
+}
+
+static void fork_event_at(world *t, pid_t parent, pid_t child_pid, pid_t child_tgid, uint64_t timestamp_ns) {
+        struct proc_event ev = { .what = PROC_EVENT_FORK, .timestamp_ns = timestamp_ns };
+        ev.event_data.fork.parent_pid = parent;
+        ev.event_data.fork.parent_tgid = parent;
+        ev.event_data.fork.child_pid = child_pid;
+        ev.event_data.fork.child_tgid = child_tgid;
         feed(t, &ev);
 }
 
@@ -676,6 +686,28 @@ static void test_fork_child_stat_deferred(void **state) {
         assert_false(entry_of(t, 204)->start_pending);
         assert_int_equal(entry_of(t, 204)->p.start_time, 2400);
         assert_null(registry_get(t->w->registry, 205));
+
+        /* Events lost after a FORK whose kernel time is known: the child that FORK announced
+         * began before it and keeps its entry, with the environment it inherited; a process
+         * that began after it (the pid reused after a lost EXIT) does not. stat counts
+         * CLOCK_BOOTTIME ticks, the event CLOCK_MONOTONIC ns. */
+        struct timespec mono, boot;
+        assert_int_equal(clock_gettime(CLOCK_MONOTONIC, &mono), 0);
+        assert_int_equal(clock_gettime(CLOCK_BOOTTIME, &boot), 0);
+        const uint64_t tick_ns = 1000000000u / (uint64_t) sysconf(_SC_CLK_TCK);
+        const uint64_t fork_mono_ns = (uint64_t) mono.tv_sec * 1000000000u + (uint64_t) mono.tv_nsec;
+        const uint64_t fork_tick = ((uint64_t) boot.tv_sec * 1000000000u + (uint64_t) boot.tv_nsec) / tick_ns;
+        fork_event_at(t, 200, 206, 206, fork_mono_ns);
+        fork_event_at(t, 200, 207, 207, fork_mono_ns);
+        watcher_on_lost(NULL, t->w);
+        put_process(t, 206, fork_tick - 1, "python3", "/usr/bin/python3");
+        put_process(t, 207, fork_tick + 100, "python3", "/usr/bin/python3");
+        e = entry_of(t, 206);
+        assert_true(e->p.env.inherited);
+        assert_true(entry_settle_start(e));
+        assert_int_equal(e->p.start_time, fork_tick - 1);
+        assert_true(e->p.env.inherited);
+        assert_false(entry_settle_start(entry_of(t, 207)));
 }
 
 /* A managed process's thread events (a FORK, a rename): while no event was lost the stream
