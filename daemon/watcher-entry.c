@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -136,14 +135,14 @@ void entry_release(Entry *e, watcher_exit_reason reason) {
  * every child kept for the environment it inherited, and a worker that had wiped its own
  * by the time it was taken anew went unattributed (vm-suite's storm scenario). */
 static bool entry_started_before_its_fork_event(const Entry *e, const tune_proc_stat *st) {
-        struct timespec mono, boot;
         const long tck = sysconf(_SC_CLK_TCK);
+        uint64_t mono_usec = 0, boot_usec = 0;
 
-        if (e->fork_timestamp_ns == 0 || tck <= 0 || clock_gettime(CLOCK_MONOTONIC, &mono) < 0 ||
-            clock_gettime(CLOCK_BOOTTIME, &boot) < 0)
+        /* The loop's own reading of both clocks, taken together at this iteration. */
+        if (e->fork_timestamp_ns == 0 || tck <= 0 || sd_event_now(e->w->event, CLOCK_MONOTONIC, &mono_usec) < 0 ||
+            sd_event_now(e->w->event, CLOCK_BOOTTIME, &boot_usec) < 0)
                 return false;
-        int64_t suspended = ((int64_t) boot.tv_sec - (int64_t) mono.tv_sec) * 1000000000 + (boot.tv_nsec - mono.tv_nsec);
-        uint64_t fork_boot_ns = e->fork_timestamp_ns + (uint64_t) (suspended > 0 ? suspended : 0);
+        uint64_t fork_boot_ns = e->fork_timestamp_ns + (boot_usec > mono_usec ? (boot_usec - mono_usec) * 1000 : 0);
         return st->start_time <= fork_boot_ns / (1000000000u / (uint64_t) tck);
 }
 

@@ -65,7 +65,6 @@ extern const tune_memmove_backend tune_memmove_backend_kernel;
 
 /* pagemap(5) bits. */
 #define TUNE_PAGEMAP_PRESENT (UINT64_C(1) << 63)
-#define TUNE_PAGEMAP_SWAPPED (UINT64_C(1) << 62)
 #define TUNE_PAGEMAP_EXCLUSIVE (UINT64_C(1) << 56)
 
 typedef struct tune_memmove_params {

@@ -449,14 +449,13 @@ static int move_batch(tune_memmove *m, unsigned n, unsigned page_kib) {
  * the backend cannot read them or the VMA's pages are not base pages (hugetlb: never
  * unmapped for hinting faults). */
 static int query_page_flags(tune_memmove *m, const work_vma *v, uint64_t count) {
+        if (m->backend->page_flags && v->page_kib == m->base_page_kib) {
+                int r = m->backend->page_flags(m->backend->userdata, m->pid, m->addr, (unsigned long) count,
+                                               m->page_flags);
+                if (r >= 0 || r == -ESRCH)
+                        return r;
+        }
         memset(m->page_flags, 0, count * sizeof(uint64_t));
-        if (!m->backend->page_flags || v->page_kib != m->base_page_kib)
-                return 0;
-        int r = m->backend->page_flags(m->backend->userdata, m->pid, m->addr, (unsigned long) count, m->page_flags);
-        if (r == -ESRCH)
-                return r;
-        if (r < 0)
-                memset(m->page_flags, 0, count * sizeof(uint64_t));
         return 0;
 }
 
