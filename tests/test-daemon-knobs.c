@@ -8,24 +8,27 @@
 #include "events.h"
 #include "knobs/knob-test.h"
 #include "knobs.h"
-#include "state-dir.h"
+#include "state-owner.h"
 
-/* The events the knob part reports (daemon/events.c logs them and emits the D-Bus
- * signals; here they are counted). */
+/* The events the knob part reports, through the real events/events.c (which logs them)
+ * into a sink that counts them, where the daemon's sink emits the D-Bus signals. */
 static unsigned applied_events, restored_events, drift_events;
 
-void event_knob_changed(struct Bus *bus, const char *backend, const char *id, const char *label, const char *path,
-                        const char *from, const char *to, bool restored) {
+static void count_knob_changed(void *userdata, const char *id, const char *path, const char *value, bool restored) {
         if (restored)
                 restored_events++;
         else
                 applied_events++;
 }
 
-void event_knob_drift(struct Bus *bus, const char *id, const char *path, const char *expected, const char *found,
-                      bool reassert) {
+static void count_knob_drift(void *userdata, const char *id, const char *path, const char *expected, const char *found) {
         drift_events++;
 }
+
+static const event_sink counting_sink = {
+        .knob_changed = count_knob_changed,
+        .knob_drift = count_knob_drift,
+};
 
 #define THP "sys/kernel/mm/transparent_hugepage"
 #define NB "proc/sys/kernel/numa_balancing"
@@ -64,6 +67,7 @@ static knobs_inputs inputs(daemon_test *d, bool dry_run) {
                 .policy = &d->policy,
                 .state_dir = d->state_dir,
                 .dry_run = dry_run,
+                .events = &counting_sink,
         };
 }
 

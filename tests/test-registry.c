@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <cmocka.h>
 
-#include "registry.h"
+#include "watcher-registry.h"
 
 #define SPACE 40000
 

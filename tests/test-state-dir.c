@@ -16,7 +16,7 @@
 #include <cmocka.h>
 
 #include "npu-tuned/state-file.h"
-#include "state-dir.h"
+#include "state-owner.h"
 
 static char dir[64];
 

@@ -15,7 +15,7 @@
 #include "bus-client.h"
 #include "config.h"
 #include "explain-json.h"
-#include "manager-bus.h"
+#include "bus-names.h"
 #include "npu-tuned/macro.h"
 #include "options.h"
 #include "policy-cli.h"

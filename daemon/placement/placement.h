@@ -21,7 +21,7 @@ typedef struct placement_inputs {
         const tune_policy *policy;      /* NULL: the defaults */
         const tune_accels *accels;
         bool dry_run;                   /* plan and log, pin and move nothing */
-        struct Bus *bus;                /* where the events' D-Bus signals go (events.h); may be NULL */
+        const struct event_sink *events; /* where events go besides the log (events/events.h); may be NULL */
 } placement_inputs;
 
 int placement_new(const placement_inputs *in, Placement **ret);

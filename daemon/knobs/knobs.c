@@ -19,7 +19,7 @@
 #include "npu-tuned/journal.h"
 #include "npu-tuned/knob.h"
 #include "npu-tuned/state-dir.h"
-#include "irqbalance.h"
+#include "irqbalance-client.h"
 #include "knobs.h"
 #include "log.h"
 
@@ -29,7 +29,7 @@
 typedef struct test_hooks {
         unsigned step, kill_at, delay_us;
         unsigned seed;
-        struct Bus *bus; /* where the restore events go (the hooks' userdata); NULL: the log only */
+        const event_sink *events; /* where the restore events go (the hooks' userdata); NULL: the log only */
 } test_hooks;
 
 struct Knobs {
@@ -45,7 +45,7 @@ struct Knobs {
         tune_journal *journal;      /* what we own now; NULL: nothing */
         sd_event_source *timer;
         test_hooks test;
-        struct Bus *bus;            /* events: D-Bus signals; may be NULL */
+        const event_sink *events;   /* where events go besides the log; may be NULL */
         bool reload;                /* started by knobs_reload(): the journal is this run's */
         const tune_accels *accels;  /* whose IRQs are steered (borrowed from knobs_inputs) */
         Irqbalance *irqbalance;     /* told to leave our IRQs and CPUs alone; NULL: not running or refused */
@@ -150,7 +150,7 @@ static void on_restored(const tune_journal_entry *e, tune_restore_outcome o, int
 
         switch (o) {
         case TUNE_RESTORE_WRITTEN:
-                event_knob_changed(hooks ? hooks->bus : NULL, e->backend, e->id, NULL, e->path, NULL, e->original, true);
+                event_knob_changed(hooks ? hooks->events : NULL, e->backend, e->id, NULL, e->path, NULL, e->original, true);
                 break;
         case TUNE_RESTORE_UNCHANGED:
                 log_debug("%s: already holds its original \"%s\".", e->id, e->original);
@@ -312,7 +312,7 @@ static int on_drift_check(sd_event_source *s, uint64_t usec, void *userdata) {
                         continue;
                 if (!k->drift_logged[i]) {
                         k->drift_logged[i] = true;
-                        event_knob_drift(k->bus, it->id, it->path, it->desired, cur, k->host->reassert);
+                        event_knob_drift(k->events, it->id, it->path, it->desired, cur, k->host->reassert);
                 }
                 if (k->host->reassert) {
                         r = tune_knob_item_write(k->ctx, it, it->desired);
@@ -414,12 +414,12 @@ static int knobs_start_with(const knobs_inputs *in, tune_journal *owned, Knobs *
         k->ctx = in->ctx;
         k->event = in->event;
         k->state_dir = in->state_dir;
-        k->bus = in->bus;
+        k->events = in->events;
         k->reload = owned != NULL;
         k->interval_ms = RECONCILE_INTERVAL_MS_DEFAULT;
         k->accels = in->accels;
         test_hooks_init(&k->test, in->ctx);
-        k->test.bus = in->bus;
+        k->test.events = in->events;
         r = knobs_start_locked(k, in, TAKE_PTR(taken));
         if (r < 0)
                 return r;
@@ -533,7 +533,7 @@ static int knobs_start_locked(Knobs *k, const knobs_inputs *in, tune_journal *ow
                 const tune_knob_item *it = &k->plan.items[i];
                 log_item(it, k->reload);
                 if (it->outcome == TUNE_KNOB_APPLIED)
-                        event_knob_changed(k->bus, it->backend->name, it->id, it->label, it->path, or_none(it->current),
+                        event_knob_changed(k->events, it->backend->name, it->id, it->label, it->path, or_none(it->current),
                                            or_none(it->desired), false);
         }
         log_irq_summary(k);

@@ -1,18 +1,17 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* Each event: one log line (a structured journal entry under systemd) and its D-Bus
- * signal. The line is the event's only report, so the parts do not log it themselves. */
+/* Each event: one log line (a structured journal entry under systemd), then the sink (the
+ * D-Bus signal). The line is the event's only report, so the parts do not log it themselves. */
 #include <stdio.h>
 #include <string.h>
 
 #include "events.h"
 #include "log.h"
-#include "manager-bus.h"
 
 static const char *or_none(const char *s) {
         return s && *s ? s : "-";
 }
 
-void event_process_placed(Bus *bus, const managed_process *mp, const tune_plan *pl, const char *container) {
+void event_process_placed(const event_sink *sink, const managed_process *mp, const tune_plan *pl, const char *container) {
         _cleanup_free_ char *pool = NULL, *control = NULL, *compute = NULL, *mem = NULL, *accels = NULL;
         char f_pid[32], f_rule[160], f_accel[256], f_container[192];
 
@@ -31,10 +30,11 @@ void event_process_placed(Bus *bus, const managed_process *mp, const tune_plan *
                    mp->pid, container && *container ? " (" : "", container ? container : "", container && *container ? ")" : "",
                    mp->rule->name, or_none(accels), tune_attribution_source_to_string(mp->attribution.source),
                    or_none(pool), or_none(control), or_none(compute), mem && *mem ? mem : "left where it is");
-        manager_bus_emit_process_placed(bus, mp, pl);
+        if (sink && sink->process_placed)
+                sink->process_placed(sink->userdata, mp, pl);
 }
 
-void event_process_released(Bus *bus, const managed_process *mp, const char *reason) {
+void event_process_released(const event_sink *sink, const managed_process *mp, const char *reason) {
         char f_pid[32], f_rule[160];
 
         snprintf(f_pid, sizeof f_pid, "NPU_TUNED_PID=%d", mp->pid);
@@ -42,10 +42,11 @@ void event_process_released(Bus *bus, const managed_process *mp, const char *rea
         const char *const fields[] = { f_pid, f_rule, NULL };
         log_struct(LOG_INFO, NPU_MESSAGE_PROCESS_RELEASED, fields, "pid %d (rule \"%s\") is no longer managed (%s).",
                    mp->pid, mp->rule ? mp->rule->name : "?", reason);
-        manager_bus_emit_process_released(bus, mp, reason);
+        if (sink && sink->process_released)
+                sink->process_released(sink->userdata, mp, reason);
 }
 
-void event_knob_changed(Bus *bus, const char *backend, const char *id, const char *label, const char *path,
+void event_knob_changed(const event_sink *sink, const char *backend, const char *id, const char *label, const char *path,
                                 const char *from, const char *to, bool restored) {
         char f_knob[160];
 
@@ -57,10 +58,11 @@ void event_knob_changed(Bus *bus, const char *backend, const char *id, const cha
         else
                 log_struct(level, NPU_MESSAGE_KNOB_APPLIED, fields, "%s%s%s%s: %s -> %s", id, label ? " (" : "",
                            label ? label : "", label ? ")" : "", from ? from : "?", to);
-        manager_bus_emit_knob_changed(bus, id, path, to);
+        if (sink && sink->knob_changed)
+                sink->knob_changed(sink->userdata, id, path, to, restored);
 }
 
-void event_knob_drift(Bus *bus, const char *id, const char *path, const char *expected, const char *found,
+void event_knob_drift(const event_sink *sink, const char *id, const char *path, const char *expected, const char *found,
                               bool reassert) {
         char f_knob[160];
 
@@ -70,10 +72,12 @@ void event_knob_drift(Bus *bus, const char *id, const char *path, const char *ex
                    "%s: changed by someone else to \"%s\" (npu-tuned set \"%s\")%s", id, found, expected,
                    reassert ? "; re-asserting (policy: reassert)."
                             : "; left as it is (policy: no reassert); it stays theirs on stop.");
-        manager_bus_emit_knob_drift(bus, id, path, expected, found);
+        if (sink && sink->knob_drift)
+                sink->knob_drift(sink->userdata, id, path, expected, found);
 }
 
-void event_policy_reloaded(Bus *bus, bool ok, const char *message) {
+void event_policy_reloaded(const event_sink *sink, bool ok, const char *message) {
         log_struct(ok ? LOG_INFO : LOG_ERR, NPU_MESSAGE_POLICY_RELOADED, NULL, "%s", message);
-        manager_bus_emit_policy_reloaded(bus, ok, message);
+        if (sink && sink->policy_reloaded)
+                sink->policy_reloaded(sink->userdata, ok, message);
 }

@@ -9,11 +9,11 @@
 #include <stdint.h>
 #include <systemd/sd-event.h>
 
-#include "connector.h"
+#include "proc-connector.h"
 #include "npu-tuned/attribution.h"
 #include "npu-tuned/match.h"
 #include "npu-tuned/proc.h"
-#include "registry.h"
+#include "watcher-registry.h"
 #include "watcher.h"
 
 typedef enum eval_why {

@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "connector.h"
+#include "proc-connector.h"
 #include "log.h"
 #include "npu-tuned/context.h"
 #include "npu-tuned/parse.h"

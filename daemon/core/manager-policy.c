@@ -10,7 +10,6 @@
 #include "events.h"
 #include "log.h"
 #include "manager.h"
-#include "manager-bus.h"
 #include "npu-tuned/policy.h"
 #include "policy-cli.h"
 
@@ -91,7 +90,7 @@ static int reload_failed(Manager *m, int r, const tune_policy_errors *errors, ch
                 message = NULL;
         else if (!first && asprintf(&message, "Policy reload failed, previous policy kept: %s", strerror(-r)) < 0)
                 message = NULL;
-        event_policy_reloaded(m->bus, false, message ? message : "Policy reload failed, previous policy kept.");
+        event_policy_reloaded(&m->events, false, message ? message : "Policy reload failed, previous policy kept.");
         if (ret_message)
                 *ret_message = TAKE_PTR(message);
         return r;
@@ -105,10 +104,10 @@ int manager_reload_policy(Manager *m, char **ret_message) {
         if (ret_message)
                 *ret_message = NULL;
         m->reloading = true;
-        manager_bus_emit_state(m->bus);
+        bus_server_emit_state(m->bus);
         r = reload(m, ret_message);
         m->reloading = false;
-        manager_bus_emit_state(m->bus);
+        bus_server_emit_state(m->bus);
         return r;
 }
 
@@ -143,7 +142,7 @@ static int reload(Manager *m, char **ret_message) {
         log_loaded(m, "Reloaded");
         r = manager_reapply(m, keep);
         tune_accels_done(&old_accels);
-        event_policy_reloaded(m->bus, true, r < 0 ? "Policy reloaded; some of it could not be applied (see above)."
+        event_policy_reloaded(&m->events, true, r < 0 ? "Policy reloaded; some of it could not be applied (see above)."
                                                      : "Policy reloaded.");
         if (ret_message)
                 *ret_message = strdup("");

@@ -5,7 +5,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "binding.h"
+#include "engine-binding.h"
 #include "events.h"
 #include "log.h"
 #include "npu-tuned/affinity.h"
@@ -49,7 +49,7 @@ struct Placement {
         tune_placer *placer;
         char *boot_id;          /* for the affinity records */
         bool record_error_logged;
-        struct Bus *bus;        /* events: D-Bus signals; may be NULL */
+        const event_sink *events; /* where events go besides the log; may be NULL */
         placement_stats stats;
         uint64_t last_set_ns;   /* CLOCK_MONOTONIC of the last sched_setaffinity */
         reaction_stats reactions;
@@ -683,7 +683,7 @@ static void place(Placement *p, managed_process *mp) {
         arm_memory(p, mp, pp, pl);
         if (pl->action == TUNE_PLAN_PLACE && !same) {
                 p->stats.placements++;
-                event_process_placed(p->bus, mp, pl, pp->cpuset.container);
+                event_process_placed(p->events, mp, pl, pp->cpuset.container);
         }
         log_debug("pid %d placed %llu us after it was matched.", mp->pid,
                   (unsigned long long) (now_usec() - pp->matched_usec));
@@ -909,7 +909,7 @@ static void on_process_exit(Watcher *w, managed_process *mp, watcher_exit_reason
         tune_keys_done(&changed);
         if (!keep_record)
                 record_remove(p, pp);
-        event_process_released(p->bus, mp, watcher_exit_reason_to_string(reason));
+        event_process_released(p->events, mp, watcher_exit_reason_to_string(reason));
         placed_process_free(pp);
         mp->userdata = NULL;
 }
@@ -956,7 +956,7 @@ static void on_process_reconciled(Watcher *w, managed_process *mp, void *userdat
                 if (!pl)
                         return;
                 if (pl->action == TUNE_PLAN_PLACE)
-                        event_process_placed(p->bus, mp, pl, pp->cpuset.container);
+                        event_process_placed(p->events, mp, pl, pp->cpuset.container);
                 else
                         log_placement(p, mp, pl, false);
                 apply_process(p, mp);
@@ -1058,7 +1058,7 @@ int placement_new(const placement_inputs *in, Placement **ret) {
         p->ready_fd = -EBADF;
         p->accels = in->accels;
         p->dry_run = in->dry_run;
-        p->bus = in->bus;
+        p->events = in->events;
         r = new_placer(in->topology, in->policy, &p->placer);
         if (r < 0)
                 return r;

@@ -20,7 +20,7 @@
 Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
-        manager_bus_free(m->bus);
+        bus_server_free(m->bus);
         watcher_free(m->watcher);
         placement_free(m->placement);
         knobs_free(m->knobs);
@@ -44,9 +44,10 @@ int manager_new(const daemon_options *o, Manager **ret) {
         m->options = o;
         r = state_dir_new(o->state_dir, &m->state_dir);
         if (r >= 0)
-                r = manager_bus_new(m, &m->bus);
+                r = bus_server_new(&m->bus);
         if (r < 0)
                 return log_oom();
+        m->events = bus_server_event_sink(m->bus);
         /* A loop of our own, not sd_event_default(): the default loop checks its thread with
          * a gettid() system call on every iteration, one more per process event. */
         r = sd_event_new(&m->event);
@@ -109,7 +110,7 @@ static int manager_start_watcher(Manager *m) {
                 .policy = policy,
                 .accels = &m->accels,
                 .dry_run = manager_dry_run(m),
-                .bus = m->bus,
+                .events = &m->events,
         };
         r = placement_new(&in, &m->placement);
         if (r < 0)
@@ -143,7 +144,7 @@ static knobs_inputs knobs_inputs_of(Manager *m) {
                 .policy = m->policy,
                 .state_dir = m->state_dir,
                 .dry_run = manager_dry_run(m),
-                .bus = m->bus,
+                .events = &m->events,
         };
 }
 
@@ -264,7 +265,7 @@ int manager_start(Manager *m) {
                 return r;
         manager_note_numa_balancing(m);
         /* Last: the bus shows a daemon that has started. */
-        return manager_bus_open(m->bus);
+        return bus_server_open(m->bus, m->options->bus, m->event, manager_vtable, m);
 }
 
 int manager_run(Manager *m) {

@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include "npu-tuned/state-file.h"
-#include "state-dir.h"
+#include "state-owner.h"
 
 struct StateDir {
         char *path;

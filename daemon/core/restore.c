@@ -17,7 +17,7 @@
 #include "npu-tuned/knob.h"
 #include "npu-tuned/state-dir.h"
 #include "restore.h"
-#include "state-dir.h"
+#include "state-owner.h"
 
 /* Whether the record of pid was last written before this boot began. */
 static bool record_predates_boot(const char *state_dir, pid_t pid) {

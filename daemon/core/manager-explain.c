@@ -1,31 +1,66 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* npu-tuned --explain PID: what the daemon does with a process, and why: the rule it
- * matches, its accelerators and where they came from, the nodes, the CPU pool of each
- * role and the memory node with its free-memory reasoning.
+/* manager_explain(): what this daemon applied to a process, from its own state (the
+ * watcher's registry and the placer), for the D-Bus Explain() call. A second process
+ * computing the same would plan without knowing what this one decided.
  *
- * A running daemon is asked first (D-Bus Explain()): it reports what it applied. Only
- * when none answers is the plan computed here: it depends on every other managed process
- * (they share the nodes' CPUs), so this evaluates every process on the host with the
- * policy's rules, in pid order, as the daemon's start-up scan does, and plans them all
- * together. It reads; it changes nothing. */
+ * manager_explain_offline(): the same computed by a Manager of its own when no daemon
+ * answers (npu-tuned --explain): the plan depends on every other managed process (they
+ * share the nodes' CPUs), so this evaluates every process on the host with the policy's
+ * rules, in pid order, as the daemon's start-up scan does, and plans them all together.
+ * It reads; it changes nothing. */
 #include <errno.h>
-#include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
-#include "binding.h"
-#include "bus-client.h"
-#include "explain.h"
+#include "engine-binding.h"
 #include "explain-json.h"
 #include "log.h"
-#include "npu-tuned/affinity-record.h"
 #include "manager.h"
+#include "npu-tuned/affinity-record.h"
+#include "npu-tuned/match.h"
 #include "npu-tuned/plan.h"
 #include "npu-tuned/proc.h"
 #include "placement.h"
 #include "process-cpuset.h"
 #include "watcher.h"
+
+int manager_explain(Manager *m, pid_t pid, json_object **ret) {
+        managed_process *mp = m->watcher ? watcher_find(m->watcher, pid) : NULL;
+        const tune_policy_rule *rule;
+        tune_proc_stat st;
+        tune_proc_facts f;
+        char reason[256];
+        bool retitle = false;
+
+        if (mp) {
+                _cleanup_(tune_plan_done) tune_plan pl = {};
+                bool planned = m->placement && placement_explain_plan(m->placement, mp, &pl) >= 0;
+                int r = explain_process_to_json(mp, planned ? &pl : NULL, placement_locality(mp), EXPLAIN_SOURCE_DAEMON,
+                                                ret);
+                if (r >= 0 && m->placement && (r = placement_describe(m->placement, mp, *ret)) < 0) {
+                        json_object_put(*ret);
+                        *ret = NULL;
+                }
+                return r;
+        }
+        if (!m->watcher) /* below a --root, /proc is not this host's either */
+                return explain_unmanaged_to_json(pid, EXPLAIN_SOURCE_DAEMON,
+                                                 "the process watcher is off (--root or --no-watch)", ret);
+        if (pid <= 0 || tune_proc_read_stat(m->ctx, pid, &st) < 0)
+                return -ESRCH;
+        /* Not managed: say whether the rules would match it now (read-only: the watcher's
+         * registry is not touched). */
+        tune_proc_facts_init(&f, m->ctx, pid, st.comm);
+        rule = m->policy ? tune_policy_match(m->policy, &f, &retitle) : NULL;
+        tune_proc_facts_done(&f);
+        if (rule)
+                snprintf(reason, sizeof reason,
+                         "it matches rule \"%s\" but is not managed (released until it execs again, or the "
+                         "max_managed_processes limit was reached)", rule->name);
+        else
+                snprintf(reason, sizeof reason, "it matches no rule of the policy: npu-tuned leaves it alone");
+        return explain_unmanaged_to_json(pid, EXPLAIN_SOURCE_DAEMON, reason, ret);
+}
 
 /* Plan mp as the daemon would (its claim, inside its cgroup's cpuset); *cs (may be NULL)
  * gets the cpuset. */
@@ -71,7 +106,7 @@ static binder explain_binding(const char *state_dir, const tune_ctx *ctx, const 
         return b;
 }
 
-static int explain_computed(const daemon_options *o, json_object **ret) {
+int manager_explain_offline(const daemon_options *o, json_object **ret) {
         _cleanup_(manager_freep) Manager *m = NULL;
         _cleanup_(tune_placer_freep) tune_placer *placer = NULL;
         _cleanup_free_ pid_t *pids = NULL;
@@ -84,61 +119,53 @@ static int explain_computed(const daemon_options *o, json_object **ret) {
 
         r = manager_new(o, &m);
         if (r < 0)
-                return 1;
+                return r;
         if (!tune_ctx_is_live(m->ctx)) {
                 fprintf(stderr, "npu-tuned: --explain looks at live processes; it cannot be used with --root\n");
-                return 2;
+                return -EOPNOTSUPP;
         }
         watcher_params_from_policy(m->policy, &params);
         r = watcher_new(m->event, m->ctx, &m->accels, m->policy, &params, NULL, NULL, &w);
-        if (r < 0) {
-                log_error_errno(r, "Failed to set up process matching: %m");
-                return 1;
-        }
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up process matching: %m");
         m->watcher = w;
         tune_plan_params pp = { .housekeeping_cpus_per_node = m->policy ? m->policy->host.irq_housekeeping_cpus_per_node : 0 };
         r = tune_placer_new(m->topology, &pp, &placer);
         if (r < 0)
-                return log_oom(), 1;
+                return log_oom();
 
         r = watcher_evaluate_pid(w, o->explain_pid, &target);
         if (r == -ESRCH) {
                 fprintf(stderr, "npu-tuned: no process %d\n", o->explain_pid);
-                return 1;
+                return r;
         }
         if (r == -ENOENT)
                 return explain_unmanaged_to_json(o->explain_pid, EXPLAIN_SOURCE_COMPUTED,
                                                  "it matches no rule of the policy: npu-tuned leaves it alone", ret) < 0
-                               ? (log_oom(), 1)
+                               ? log_oom()
                                : 0;
-        if (r < 0) {
-                log_error_errno(r, "Failed to evaluate process %d: %m", o->explain_pid);
-                return 1;
-        }
+        if (r < 0)
+                return log_error_errno(r, "Failed to evaluate process %d: %m", o->explain_pid);
         /* Everything else the policy manages, in pid order, then the process itself last:
          * the daemon serves earlier arrivals first. */
         r = tune_proc_list_pids(m->ctx, &pids, &n);
-        if (r < 0) {
-                log_error_errno(r, "Failed to list processes: %m");
-                return 1;
-        }
+        if (r < 0)
+                return log_error_errno(r, "Failed to list processes: %m");
         for (size_t i = 0; i < n; i++) {
                 managed_process *other;
                 if (pids[i] == o->explain_pid || watcher_evaluate_pid(w, pids[i], &other) < 0)
                         continue;
                 if (plan_process(m->ctx, m->topology, &m->accels, placer, other, NULL) < 0)
-                        return log_oom(), 1;
+                        return log_oom();
         }
         r = watcher_evaluate_pid(w, o->explain_pid, &target);
         if (r < 0) {
                 fprintf(stderr, "npu-tuned: process %d went away\n", o->explain_pid);
-                return 1;
+                return r;
         }
         r = plan_process(m->ctx, m->topology, &m->accels, placer, target, &target_cpuset);
-        if (r < 0) {
-                log_error_errno(r, "Failed to plan process %d: %m", o->explain_pid);
-                return 1;
-        }
+        if (r < 0)
+                return log_error_errno(r, "Failed to plan process %d: %m", o->explain_pid);
         const tune_plan *pl = tune_placer_get(placer, placement_key(target->pid, target->start_time));
         char why[192];
         binder b = explain_binding(o->state_dir, m->ctx, m->topology, target, &target_cpuset, why, sizeof why);
@@ -151,53 +178,6 @@ static int explain_computed(const daemon_options *o, json_object **ret) {
         if (r >= 0)
                 r = binding_to_json(b, why, report, *ret);
         if (r < 0)
-                return log_oom(), 1;
-        return 0;
-}
-
-/* The running daemon's answer: 0 with *ret, 1 when it answered with an error (reported),
- * -ENOENT when no daemon is there to ask. */
-static int explain_from_daemon(const daemon_options *o, json_object **ret) {
-        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        sd_bus *bus = NULL;
-        int r;
-
-        r = bus_client_open(o->bus, &bus);
-        if (r < 0)
-                return -ENOENT;
-        r = bus_client_explain(bus, o->explain_pid, ret, &error);
-        sd_bus_flush_close_unref(bus);
-        if (r == -ESRCH) {
-                fprintf(stderr, "npu-tuned: no process %d\n", o->explain_pid);
-                return 1;
-        }
-        if (r < 0 && bus_client_error_is_absent(&error, r))
-                return -ENOENT;
-        if (r < 0) {
-                fprintf(stderr, "npu-tuned: the running npu-tuned could not explain process %d: %s\n", o->explain_pid,
-                        sd_bus_error_is_set(&error) ? error.message : strerror(-r));
-                return 1;
-        }
-        return 0;
-}
-
-int run_explain(const daemon_options *o) {
-        json_object *j = NULL;
-        int r;
-
-        r = explain_from_daemon(o, &j);
-        if (r == -ENOENT) {
-                if (!o->json)
-                        fprintf(stderr, "npu-tuned: no running npu-tuned answers on the %s bus: computing what it would do.\n",
-                                o->bus == DAEMON_BUS_SESSION ? "session" : "system");
-                r = explain_computed(o, &j);
-        }
-        if (r != 0 || !j)
-                return r;
-        if (o->json)
-                puts(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN));
-        else
-                explain_print_text(j, stdout);
-        json_object_put(j);
+                return log_oom();
         return 0;
 }

@@ -10,12 +10,12 @@
 #include "config.h"
 #include "log.h"
 #include "manager.h"
-#include "manager-bus.h"
+#include "bus-server.h"
 #include "options.h"
 #include "policy-cli.h"
 #include "print-topology.h"
 #include "restore.h"
-#include "explain.h"
+#include "explain-cli.h"
 
 static void help(void) {
         printf("npu-tuned %s — tune a host for NPU/GPU inference serving\n\n"
@@ -230,7 +230,7 @@ int main(int argc, char *argv[]) {
         case MODE_RESTORE:
                 return run_restore(&o);
         case MODE_BUS_INTROSPECT:
-                return manager_bus_print_introspection(stdout) < 0 ? 1 : 0;
+                return bus_server_print_introspection(stdout) < 0 ? 1 : 0;
         default:
                 fprintf(stderr, "npu-tuned: this mode is not implemented yet\n");
                 return 2;

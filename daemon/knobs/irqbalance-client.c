@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "irqbalance.h"
+#include "irqbalance-client.h"
 #include "log.h"
 #include "npu-tuned/irqbalance.h"
 #include "npu-tuned/knob.h"

@@ -7,8 +7,10 @@
 #include "npu-tuned/context.h"
 #include "npu-tuned/topology.h"
 #include "npu-tuned/accel.h"
+#include "bus-server.h"
+#include "events.h"
 #include "options.h"
-#include "state-dir.h"
+#include "state-owner.h"
 
 /* The daemon's state: one per process. Event sources hang off m->event; each part of the
  * daemon (knobs, watcher, placement, bus) keeps its own state behind a pointer here. Only
@@ -25,7 +27,9 @@ typedef struct Manager {
         struct Watcher *watcher; /* the process watcher; NULL unless live */
         struct Placement *placement; /* the watcher's consumer: daemon/placement.c */
         StateDir *state_dir; /* the journal and records, and their lock */
-        struct Bus *bus; /* D-Bus: daemon/manager-bus.c; NULL without a bus */
+        BusServer *bus; /* D-Bus: bus/bus-server.c, answered by core/manager-bus.c */
+        event_sink events; /* what the parts report goes to the bus (wired in manager_new()) */
+        uint64_t memory_read_usec; /* when free memory was last read for a bus caller */
         bool reloading; /* in manager_reload_policy() */
 } Manager;
 
@@ -47,6 +51,10 @@ int manager_reload_policy(Manager *m, char **ret_message);
  * -ESRCH: no such process. */
 struct json_object;
 int manager_explain(Manager *m, pid_t pid, struct json_object **ret);
+/* npu-tuned --explain without a daemon to ask: the same, from a Manager of its own that
+ * evaluates and plans every process as the start-up scan does. Messages are printed;
+ * -EOPNOTSUPP below a --root (a usage error), -ESRCH no such process. */
+int manager_explain_offline(const daemon_options *o, struct json_object **ret);
 /* Reload, in three steps around the swap of m->policy: whether the placements can be
  * carried over to next (else the processes are released first, while their old rules
  * still exist, and placed afresh); then apply the new policy's difference: processes

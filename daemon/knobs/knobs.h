@@ -13,7 +13,7 @@
 #include "npu-tuned/knob.h"
 #include "npu-tuned/policy.h"
 #include "npu-tuned/topology.h"
-#include "state-dir.h"
+#include "state-owner.h"
 
 typedef struct Knobs Knobs;
 
@@ -27,7 +27,7 @@ typedef struct knobs_inputs {
         const tune_policy *policy;    /* NULL: no host settings */
         StateDir *state_dir;          /* the journal's directory; locked here if not yet */
         bool dry_run;                 /* print current -> desired, change nothing */
-        struct Bus *bus;              /* where the events' D-Bus signals go (events.h); may be NULL */
+        const struct event_sink *events; /* where events go besides the log (events/events.h); may be NULL */
 } knobs_inputs;
 
 /* Plan and apply the policy's host knobs (or print them with dry_run), after restoring

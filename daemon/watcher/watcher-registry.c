@@ -3,7 +3,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "registry.h"
+#include "watcher-registry.h"
 
 typedef struct slot {
         pid_t pid; /* 0: empty */

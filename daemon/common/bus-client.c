@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "bus-client.h"
-#include "manager-bus.h"
+#include "bus-names.h"
 #include "npu-tuned/macro.h"
 
 

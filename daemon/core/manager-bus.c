@@ -14,6 +14,7 @@
 #include "knobs.h"
 #include "log.h"
 #include "manager.h"
+#include "bus-names.h"
 #include "manager-bus.h"
 #include "npu-tuned/policy.h"
 #include "npu-tuned/thread-role.h"
@@ -22,28 +23,15 @@
 #include "reaction-time.h"
 #include "watcher.h"
 
-extern const char npu_bus_introspection_xml[];
-
-struct Bus {
-        Manager *m;
-        sd_bus *bus; /* NULL: not connected */
-        uint64_t memory_read_usec; /* when free memory was last read for a caller */
-};
-
-
-static sd_bus *bus_of(const Bus *b) {
-        return b ? b->bus : NULL;
-}
-
 /* Free memory for Nodes and GetTopology(), read at most once a second: any user may ask,
  * and asking in a loop must not make the daemon read /proc and sysfs in a loop. */
 static void refresh_memory(Manager *m) {
         uint64_t now;
 
-        if (!m->bus || sd_event_now(m->event, CLOCK_MONOTONIC, &now) < 0 ||
-            (m->bus->memory_read_usec && now < m->bus->memory_read_usec + 1000000))
+        if (sd_event_now(m->event, CLOCK_MONOTONIC, &now) < 0 ||
+            (m->memory_read_usec && now < m->memory_read_usec + 1000000))
                 return;
-        m->bus->memory_read_usec = now;
+        m->memory_read_usec = now;
         (void) tune_topology_refresh_memory(m->ctx, m->topology);
 }
 
@@ -419,7 +407,7 @@ static int method_release(sd_bus_message *msg, void *userdata, sd_bus_error *err
 
 /* Read-only methods are SD_BUS_VTABLE_UNPRIVILEGED; the others are left to sd-bus's own
  * check on the system bus (CAP_SYS_ADMIN) and to check_privileged() on any bus. */
-static const sd_bus_vtable manager_vtable[] = {
+const sd_bus_vtable manager_vtable[] = {
         SD_BUS_VTABLE_START(0),
         SD_BUS_PROPERTY("Version", "s", property_get_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("State", "s", property_get_state, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
@@ -456,139 +444,3 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_VTABLE_END,
 };
 
-/* ---- signals ---- */
-
-static void emit_changed(Bus *b, const char *first, ...) __attribute__((__sentinel__));
-static void emit_changed(Bus *b, const char *first, ...) {
-        sd_bus *bus = bus_of(b);
-        char *names[8];
-        unsigned n = 0;
-        va_list ap;
-
-        if (!bus)
-                return;
-        va_start(ap, first);
-        for (const char *s = first; s && n < ELEMENTSOF(names) - 1; s = va_arg(ap, const char *))
-                names[n++] = (char *) s;
-        va_end(ap);
-        names[n] = NULL;
-        (void) sd_bus_emit_properties_changed_strv(bus, NPU_BUS_PATH, NPU_BUS_INTERFACE, names);
-}
-
-void manager_bus_emit_process_placed(Bus *b, const managed_process *mp, const tune_plan *pl) {
-        _cleanup_free_ char *accels = NULL, *cpus = NULL, *mem = NULL;
-        sd_bus *bus = bus_of(b);
-
-        if (!bus)
-                return;
-        (void) tune_attribution_format_accels(&mp->attribution, &accels);
-        (void) tune_cpuset_format_list(&pl->pool, &cpus);
-        (void) tune_cpuset_format_list(&pl->mem_nodes, &mem);
-        (void) sd_bus_emit_signal(bus, NPU_BUS_PATH, NPU_BUS_INTERFACE, "ProcessPlaced", "utssss", (uint32_t) mp->pid,
-                                  mp->start_time, mp->rule->name, or_empty(accels), or_empty(cpus), or_empty(mem));
-        emit_changed(b, "ManagedProcesses", NULL);
-}
-
-void manager_bus_emit_process_released(Bus *b, const managed_process *mp, const char *reason) {
-        sd_bus *bus = bus_of(b);
-
-        if (!bus)
-                return;
-        (void) sd_bus_emit_signal(bus, NPU_BUS_PATH, NPU_BUS_INTERFACE, "ProcessReleased", "uts", (uint32_t) mp->pid,
-                                  mp->start_time, or_empty(reason));
-        emit_changed(b, "ManagedProcesses", NULL);
-}
-
-void manager_bus_emit_knob_changed(Bus *b, const char *id, const char *path, const char *value) {
-        sd_bus *bus = bus_of(b);
-
-        if (!bus)
-                return;
-        (void) sd_bus_emit_signal(bus, NPU_BUS_PATH, NPU_BUS_INTERFACE, "KnobChanged", "sss", id, or_empty(path),
-                                  or_empty(value));
-        emit_changed(b, "Knobs", "State", NULL);
-}
-
-void manager_bus_emit_knob_drift(Bus *b, const char *id, const char *path, const char *expected, const char *found) {
-        sd_bus *bus = bus_of(b);
-
-        if (!bus)
-                return;
-        (void) sd_bus_emit_signal(bus, NPU_BUS_PATH, NPU_BUS_INTERFACE, "KnobDrift", "ssss", id, or_empty(path),
-                                  or_empty(expected), or_empty(found));
-        emit_changed(b, "Knobs", NULL);
-}
-
-void manager_bus_emit_policy_reloaded(Bus *b, bool ok, const char *message) {
-        sd_bus *bus = bus_of(b);
-
-        if (!bus)
-                return;
-        (void) sd_bus_emit_signal(bus, NPU_BUS_PATH, NPU_BUS_INTERFACE, "PolicyReloaded", "bs", (int) ok, or_empty(message));
-        emit_changed(b, "State", "PolicyFiles", "DryRun", "Accelerators", "Knobs", "ManagedProcesses", NULL);
-}
-
-void manager_bus_emit_state(Bus *b) {
-        emit_changed(b, "State", NULL);
-}
-
-/* ---- connection ---- */
-
-int manager_bus_new(Manager *m, Bus **ret) {
-        Bus *b = calloc(1, sizeof *b);
-
-        if (!b)
-                return -ENOMEM;
-        b->m = m;
-        *ret = b;
-        return 0;
-}
-
-int manager_bus_open(Bus *b) {
-        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
-        Manager *m = b->m;
-        const char *which = m->options->bus == DAEMON_BUS_SESSION ? "session" : "system";
-        int r;
-
-        if (m->options->bus == DAEMON_BUS_NONE)
-                return 0;
-        r = m->options->bus == DAEMON_BUS_SESSION ? sd_bus_open_user(&bus) : sd_bus_open_system(&bus);
-        if (r < 0) {
-                log_notice_errno(r, "No D-Bus %s bus (%m): running without D-Bus; npu-tunectl cannot reach this daemon "
-                                    "(--bus=none silences this).", which);
-                return 0;
-        }
-        (void) sd_bus_set_description(bus, "npu-tuned");
-        r = sd_bus_add_object_vtable(bus, NULL, NPU_BUS_PATH, NPU_BUS_INTERFACE, manager_vtable, m);
-        if (r < 0)
-                return log_error_errno(r, "Failed to publish %s on the %s bus: %m", NPU_BUS_PATH, which);
-        r = sd_bus_request_name(bus, NPU_BUS_NAME, 0);
-        if (r < 0) {
-                if (r == -EEXIST)
-                        log_warning("%s is already taken on the %s bus (another npu-tuned?): running without D-Bus.",
-                                    NPU_BUS_NAME, which);
-                else
-                        log_warning_errno(r, "The %s bus refused the name %s (%m; is units/org.nputuned1.conf installed "
-                                             "in /usr/share/dbus-1/system.d/?): running without D-Bus.",
-                                          which, NPU_BUS_NAME);
-                return 0;
-        }
-        r = sd_bus_attach_event(bus, m->event, SD_EVENT_PRIORITY_NORMAL);
-        if (r < 0)
-                return log_error_errno(r, "Failed to attach the %s bus to the event loop: %m", which);
-        b->bus = TAKE_PTR(bus);
-        log_info("On the %s bus as %s.", which, NPU_BUS_NAME);
-        return 0;
-}
-
-Bus *manager_bus_free(Bus *b) {
-        if (!b)
-                return NULL;
-        sd_bus_flush_close_unref(b->bus);
-        free(b);
-        return NULL;
-}
-
-int manager_bus_print_introspection(FILE *f) {
-        return fputs(npu_bus_introspection_xml, f) < 0 ? -EIO : 0;
-}

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "binding.h"
+#include "engine-binding.h"
 #include "npu-tuned/affinity.h"
 #include "npu-tuned/engine-binding.h"
 #include "npu-tuned/proc.h"
