@@ -14,7 +14,7 @@
 # the pinners' summary lines (logged when they stop). npu-tuned runs at its default log
 # level: its debug lines are written while an event is handled, so with them on they
 # would be part of what is measured. Its quantiles are histogram bounds, at most 1/8 above
-# the true value (daemon/reaction-time.h); the floors' are exact.
+# the true value (daemon/placement/reaction-time.h); the floors' are exact.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=build runs=50

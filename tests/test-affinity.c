@@ -781,7 +781,7 @@ static int live_capable(void) {
         return 1;
 }
 
-/* A record written before a move (daemon/placement.c) holds the union of the thread's old
+/* A record written before a move (daemon/placement/placement.c) holds the union of the thread's old
  * and new sets, and the daemon may die before the set: restore recognises the thread on
  * its old set, and a thread born from it meanwhile (not in the record), by a mask inside a
  * recorded applied set, and one placed after the write by a mask inside one of the plan's

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* The state directory's one owner of the lock (daemon/state-dir.c): taking it twice is a
+/* The state directory's one owner of the lock (daemon/state/state-owner.c): taking it twice is a
  * no-op, a second owner is refused with -EBUSY until the first lets go, and the lock file
  * is the one --restore and older daemons take (knobs.lock). */
 #include <errno.h>

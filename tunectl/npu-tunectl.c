@@ -21,6 +21,8 @@
 #include "policy-cli.h"
 #include "print-topology.h"
 
+DEFINE_TRIVIAL_CLEANUP_FUNC(json_object *, json_object_put);
+
 enum {
         EXIT_OK = 0,
         EXIT_FAILED = 1,       /* the daemon answered with an error, or a policy has problems */
@@ -203,7 +205,7 @@ static int cmd_status(int argc, char **argv) {
         const char *version, *state, *s;
         uint64_t events, resyncs, overruns, placements, migrations;
         unsigned managed, n_nodes = 0, n_accels = 0, n_knobs = 0, n_owned = 0, n_already = 0;
-        json_object *files = json_object_new_array();
+        _cleanup_(json_object_putp) json_object *files = json_object_new_array();
         int dry_run, r;
         char *v;
 
@@ -212,10 +214,10 @@ static int cmd_status(int argc, char **argv) {
                 m = sd_bus_message_unref(m);                                     \
                 r = get_property(name, type, &m);                                \
                 if (r != EXIT_OK)                                                \
-                        return json_object_put(files), r;                        \
+                        return r;                                                \
                 r = sd_bus_message_read(m, type, __VA_ARGS__);                   \
                 if (r < 0)                                                       \
-                        return json_object_put(files), bad_reply(r);             \
+                        return bad_reply(r);                                     \
         } while (0)
         GET("Version", "s", &v);
         version = strdupa(v);
@@ -227,16 +229,16 @@ static int cmd_status(int argc, char **argv) {
 #undef GET
         m = sd_bus_message_unref(m);
         if ((r = get_property("PolicyFiles", "as", &m)) != EXIT_OK)
-                return json_object_put(files), r;
+                return r;
         if (sd_bus_message_enter_container(m, 'a', "s") >= 0)
                 while (sd_bus_message_read(m, "s", &s) > 0)
                         json_object_array_add(files, json_object_new_string(s));
         if ((r = count_items("Nodes", "(istt)", &n_nodes)) != EXIT_OK ||
             (r = count_items("Accelerators", "(sisis)", &n_accels)) != EXIT_OK)
-                return json_object_put(files), r;
+                return r;
         m = sd_bus_message_unref(m);
         if ((r = get_property("Knobs", "a(ssssss)", &m)) != EXIT_OK)
-                return json_object_put(files), r;
+                return r;
         if (sd_bus_message_enter_container(m, 'a', "(ssssss)") >= 0) {
                 const char *id, *path, *orig, *applied, *status, *note;
                 while (sd_bus_message_read(m, "(ssssss)", &id, &path, &orig, &applied, &status, &note) > 0) {
@@ -252,7 +254,7 @@ static int cmd_status(int argc, char **argv) {
                 json_object_object_add(j, "version", json_object_new_string(version));
                 json_object_object_add(j, "state", json_object_new_string(state));
                 json_object_object_add(j, "dry_run", json_object_new_boolean(dry_run));
-                json_object_object_add(j, "policy_files", files);
+                json_object_object_add(j, "policy_files", TAKE_PTR(files));
                 json_object_object_add(j, "nodes", json_object_new_int((int) n_nodes));
                 json_object_object_add(j, "accelerators", json_object_new_int((int) n_accels));
                 json_object_object_add(j, "managed_processes", json_object_new_int((int) managed));
@@ -285,19 +287,19 @@ static int cmd_status(int argc, char **argv) {
                n_already, n_knobs - n_owned - n_already);
         printf("      Events: %llu process event(s), %llu overrun(s), %llu resync(s)\n", (unsigned long long) events,
                (unsigned long long) overruns, (unsigned long long) resyncs);
-        json_object_put(files);
         return EXIT_OK;
 }
 
 static int cmd_processes(int argc, char **argv) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
-        json_object *all = json_object_new_array();
+        json_object *all; /* output() takes it */
         Table t = { .n_columns = 9 };
         int r;
 
         r = call("ListProcesses", &m, NULL);
         if (r != EXIT_OK)
-                return json_object_put(all), r;
+                return r;
+        all = json_object_new_array();
         for (const char *h = "PID\0COMM\0RULE\0ACCELERATORS\0FROM\0CONTROL\0COMPUTE\0MEMORY\0LOCALITY\0"; *h; h += strlen(h) + 1)
                 table_add(&t, h);
         r = sd_bus_message_enter_container(m, 'a', "(utssssa(ss)sd)");
@@ -396,13 +398,14 @@ static int cmd_explain(int argc, char **argv) {
 static int cmd_knobs(int argc, char **argv) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
         const char *id, *path, *orig, *applied, *status, *note;
-        json_object *all = json_object_new_array();
+        json_object *all; /* output() takes it */
         Table t = { .n_columns = 5 };
         int r;
 
         r = get_property("Knobs", "a(ssssss)", &m);
         if (r != EXIT_OK)
-                return json_object_put(all), r;
+                return r;
+        all = json_object_new_array();
         for (const char *h = "KNOB\0STATUS\0ORIGINAL\0APPLIED\0NOTE\0"; *h; h += strlen(h) + 1)
                 table_add(&t, h);
         r = sd_bus_message_enter_container(m, 'a', "(ssssss)");

@@ -114,7 +114,7 @@ static const char *esc(const char *s, char *buf, size_t size) {
         return buf;
 }
 
-/* daemon/binding.c's "binding" values in words. */
+/* daemon/placement/engine-binding.c's "binding" values in words. */
 static const char *binding_text(const char *binding) {
         return streq(binding, "engine") ? "bound by the engine" : streq(binding, "daemon") ? "npu-tuned binds" : "not bound yet";
 }

@@ -35,7 +35,7 @@ int log_internal(int level, int error, const char *file, int line, const char *f
 
 /* One event with journal fields: fields is a NULL-terminated list of "NAME=value" strings
  * (NPU_TUNED_PID=, NPU_TUNED_RULE=, NPU_TUNED_ACCEL=, NPU_TUNED_KNOB=), message_id a
- * MESSAGE_ID (daemon/events.h) so `journalctl MESSAGE_ID=...` finds every event of its
+ * MESSAGE_ID (daemon/events/events.h) so `journalctl MESSAGE_ID=...` finds every event of its
  * kind. Under systemd: sd_journal_send(); otherwise the same line as log_full(). */
 int log_struct_internal(int level, const char *message_id, const char *const *fields, const char *file, int line,
                         const char *fmt, ...) _printf_(6, 7);

@@ -156,7 +156,7 @@ static int property_get_stats(sd_bus *bus, const char *path, const char *interfa
 /* Per event kind: name, reactions, p50 and p99 (upper bounds from the histogram, at most
  * 1/8 above the true value) and the largest, in ns; then the histogram itself, its
  * non-empty buckets only, each as (limit, count): count reactions below limit ns and at or
- * above the previous bucket's limit (daemon/reaction-time.h). ReactionTimes: from the
+ * above the previous bucket's limit (daemon/placement/reaction-time.h). ReactionTimes: from the
  * kernel's event; HandlingTimes: from the start of npu-tuned's handling of it. */
 static int append_reaction_hists(sd_bus_message *reply, const reaction_hist *hists) {
         int r;

@@ -22,10 +22,10 @@ typedef struct Manager {
         tune_topology *topology;
         tune_accels accels;
         struct tune_policy *policy;
-        struct Knobs *knobs; /* host knobs: daemon/knobs.c */
+        struct Knobs *knobs; /* host knobs: daemon/knobs/knobs.c */
         bool live; /* root is "/" and the watcher may act on real processes */
         struct Watcher *watcher; /* the process watcher; NULL unless live */
-        struct Placement *placement; /* the watcher's consumer: daemon/placement.c */
+        struct Placement *placement; /* the watcher's consumer: daemon/placement/placement.c */
         StateDir *state_dir; /* the journal and records, and their lock */
         BusServer *bus; /* D-Bus: bus/bus-server.c, answered by core/manager-bus.c */
         event_sink events; /* what the parts report goes to the bus (wired in manager_new()) */

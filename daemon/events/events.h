@@ -31,7 +31,7 @@ typedef struct event_sink {
         void (*policy_reloaded)(void *userdata, bool ok, const char *message);
 } event_sink;
 
-/* container: "pod UID container RUNTIME://ID" (daemon/process-cpuset.h), "" or NULL: none. */
+/* container: "pod UID container RUNTIME://ID" (daemon/placement/process-cpuset.h), "" or NULL: none. */
 void event_process_placed(const event_sink *sink, const managed_process *mp, const tune_plan *pl, const char *container);
 void event_process_released(const event_sink *sink, const managed_process *mp, const char *reason);
 /* A knob now holds to because npu-tuned wrote it: applied (from: the value before, label:

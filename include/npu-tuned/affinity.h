@@ -71,7 +71,7 @@ const tune_cpuset *tune_affinity_originals_process_original(const tune_affinity_
 /* Whether s (not empty) lies inside one of j's sets or of the sets applied to one of its
  * threads: a thread missing from a record has such a mask when it was placed after the
  * record was written, or born after we placed its creator (it inherits the creator's);
- * a record's entry may also hold the union of two sets (daemon/placement.c: written
+ * a record's entry may also hold the union of two sets (daemon/placement/placement.c: written
  * before a move). */
 bool tune_affinity_originals_cover(const tune_affinity_originals *j, const tune_cpuset *s) _pure_;
 /* The thread exited: drop its entry (no-op when unknown). */

@@ -2,7 +2,7 @@
 #pragma once
 
 /* A process the watcher manages: what it knows about it, as the placement code sees it in
- * the watcher's callbacks (daemon/watcher.h). Plain data; the watcher owns every field
+ * the watcher's callbacks (daemon/watcher/watcher.h). Plain data; the watcher owns every field
  * except userdata (the consumer's). Pointers into it (threads included) are valid only
  * during a callback: the thread array moves when threads come and go. */
 

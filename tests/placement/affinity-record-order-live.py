@@ -228,7 +228,7 @@ with tempfile.TemporaryDirectory(dir="/var/tmp") as tmp:
             tracer.kill()
             tracer.wait()
         run.close()
-# 6. The cgroup mount table (daemon/process-cpuset.c) is read again only when the kernel
+# 6. The cgroup mount table (daemon/placement/process-cpuset.c) is read again only when the kernel
 # reports a change (POLLPRI on the open /proc/self/mounts): a second placement reads it not
 # at all, a placement after a mount reads it once more.
 with tempfile.TemporaryDirectory(dir="/var/tmp") as tmp:
