@@ -21,8 +21,6 @@
 #include "policy-cli.h"
 #include "print-topology.h"
 
-DEFINE_TRIVIAL_CLEANUP_FUNC(json_object *, json_object_put);
-
 enum {
         EXIT_OK = 0,
         EXIT_FAILED = 1,       /* the daemon answered with an error, or a policy has problems */

@@ -11,6 +11,8 @@
 #include "npu-tuned/plan.h"
 #include "npu-tuned/process.h"
 
+DEFINE_TRIVIAL_CLEANUP_FUNC(json_object *, json_object_put);
+
 /* Where the explanation comes from: the running daemon's own state, or a computation in
  * this process (no daemon to ask). */
 #define EXPLAIN_SOURCE_DAEMON "daemon"

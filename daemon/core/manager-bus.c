@@ -15,6 +15,7 @@
 #include "log.h"
 #include "manager.h"
 #include "bus-names.h"
+#include "explain-json.h"
 #include "manager-bus.h"
 #include "npu-tuned/policy.h"
 #include "npu-tuned/thread-role.h"
@@ -279,15 +280,11 @@ static int method_list_processes(sd_bus_message *msg, void *userdata, sd_bus_err
         return sd_bus_send(NULL, reply, NULL);
 }
 
-static const char *json_str(json_object *j, const char *key) {
-        json_object *v;
-        return json_object_object_get_ex(j, key, &v) && v ? json_object_get_string(v) : "";
-}
-
+/* The explanation as JSON only, the one form npu-tuned --explain --json, npu-tunectl and
+ * busctl users read: the fields are in it, not beside it again. */
 static int method_explain(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(json_object_putp) json_object *j = NULL;
         Manager *m = userdata;
-        json_object *j = NULL, *v, *reasons, *roles;
         uint32_t pid;
         int r;
 
@@ -301,32 +298,7 @@ static int method_explain(sd_bus_message *msg, void *userdata, sd_bus_error *err
                 return sd_bus_error_setf(error, NPU_BUS_ERROR_NO_SUCH_PROCESS, "No process %u.", pid);
         if (r < 0)
                 return r;
-        r = sd_bus_message_new_method_return(msg, &reply);
-        if (r >= 0)
-                r = sd_bus_message_append(reply, "sbsss", json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN),
-                                          (int) (json_object_object_get_ex(j, "managed", &v) && json_object_get_boolean(v)),
-                                          json_str(j, "rule"), json_str(j, "accelerators"), json_str(j, "action"));
-        if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "(ss)");
-        if (r >= 0 && json_object_object_get_ex(j, "roles", &roles))
-                for (tune_role role = 0; r >= 0 && role < _TUNE_ROLE_MAX; role++)
-                        r = sd_bus_message_append(reply, "(ss)", tune_role_to_string(role),
-                                                  json_str(roles, tune_role_to_string(role)));
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
-        if (r >= 0)
-                r = sd_bus_message_append(reply, "s", json_str(j, "mem_nodes"));
-        if (r >= 0)
-                r = sd_bus_message_open_container(reply, 'a', "s");
-        if (r >= 0 && json_object_object_get_ex(j, "reasons", &reasons))
-                for (size_t i = 0; r >= 0 && i < json_object_array_length(reasons); i++)
-                        r = sd_bus_message_append(reply, "s", json_object_get_string(json_object_array_get_idx(reasons, i)));
-        if (r >= 0)
-                r = sd_bus_message_close_container(reply);
-        json_object_put(j);
-        if (r < 0)
-                return r;
-        return sd_bus_send(NULL, reply, NULL);
+        return sd_bus_reply_method_return(msg, "s", json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN));
 }
 
 static int method_get_topology(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -424,10 +396,8 @@ const sd_bus_vtable manager_vtable[] = {
         SD_BUS_PROPERTY("HandlingTimes", "a(stttta(tt))", property_get_handling_times, 0, 0),
         SD_BUS_METHOD_WITH_ARGS("ListProcesses", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(utssssa(ss)sd)", processes),
                                 method_list_processes, SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_ARGS("Explain", SD_BUS_ARGS("u", pid),
-                                SD_BUS_RESULT("s", json, "b", managed, "s", rule, "s", accelerators, "s", action,
-                                              "a(ss)", roles, "s", memory_nodes, "as", reasons),
-                                method_explain, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("Explain", SD_BUS_ARGS("u", pid), SD_BUS_RESULT("s", json), method_explain,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("GetTopology", SD_BUS_NO_ARGS, SD_BUS_RESULT("s", json), method_get_topology,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("Reload", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_reload, 0),

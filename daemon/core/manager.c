@@ -90,17 +90,11 @@ static int manager_start_watcher(Manager *m) {
                 /* A daemon killed before it could restore left affinity records: give those
                  * processes their originals back BEFORE the first scan places them again,
                  * so that the new records hold their true originals, not our old values. */
-                r = state_dir_lock(m->state_dir);
-                if (r == -EBUSY)
-                        return log_error_errno(r, "Another npu-tuned holds the state directory %s.", m->options->state_dir);
-                if (tune_state_dir_is_refusal(r))
-                        return log_error_errno(r, "The state directory %s %s: refusing to use it (docs/trust.md).",
-                                               m->options->state_dir, tune_state_dir_refusal(r));
+                r = state_dir_acquire(m->state_dir, "affinity records of a previous run are left as they are");
                 if (r < 0)
-                        log_warning_errno(r, "Failed to lock the state directory %s, leaving affinity records of a "
-                                             "previous run: %m", m->options->state_dir);
-                else
-                        (void) restore_affinity_records(m->ctx, m->options->state_dir);
+                        return r;
+                if (r > 0)
+                        (void) restore_affinity_records(m->ctx, state_dir_path(m->state_dir));
         }
         placement_inputs in = {
                 .event = m->event,

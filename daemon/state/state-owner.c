@@ -4,6 +4,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "log.h"
+#include "npu-tuned/state-dir.h"
 #include "npu-tuned/state-file.h"
 #include "state-owner.h"
 
@@ -56,4 +58,19 @@ int state_dir_lock(StateDir *d) {
 
 bool state_dir_locked(const StateDir *d) {
         return d->lock_fd >= 0;
+}
+
+int state_dir_acquire(StateDir *d, const char *consequence) {
+        int r = state_dir_lock(d);
+
+        if (r == -EBUSY)
+                return log_error_errno(r, "Another npu-tuned holds the state directory %s.", d->path);
+        if (tune_state_dir_is_refusal(r))
+                return log_error_errno(r, "The state directory %s %s: refusing to use it (docs/trust.md).", d->path,
+                                       tune_state_dir_refusal(r));
+        if (r < 0) {
+                log_warning_errno(r, "Failed to lock the state directory %s: %m; %s.", d->path, consequence);
+                return 0;
+        }
+        return 1;
 }
