@@ -17,8 +17,8 @@
 #include "log.h"
 #include "manager.h"
 
-/* The running daemon's answer: 0 with *ret, 1 when it answered with an error (reported),
- * -ENOENT when no daemon is there to ask. */
+/* The running daemon's answer: 0 with *ret, -ENOENT when no daemon is there to ask, any
+ * other negative errno when it answered with an error (printed). */
 static int explain_from_daemon(const daemon_options *o, json_object **ret) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         sd_bus *bus = NULL;
@@ -31,20 +31,21 @@ static int explain_from_daemon(const daemon_options *o, json_object **ret) {
         sd_bus_flush_close_unref(bus);
         if (r == -ESRCH) {
                 fprintf(stderr, "npu-tuned: no process %d\n", o->explain_pid);
-                return 1;
+                return r;
         }
         if (r < 0 && bus_client_error_is_absent(&error, r))
                 return -ENOENT;
         if (r < 0) {
                 fprintf(stderr, "npu-tuned: the running npu-tuned could not explain process %d: %s\n", o->explain_pid,
                         sd_bus_error_is_set(&error) ? error.message : strerror(-r));
-                return 1;
+                return r == -ENOENT ? -EIO : r;
         }
         return 0;
 }
 
+/* The exit status: 0, 2 for a usage error (below --root), 1 for any other failure (said). */
 int run_explain(const daemon_options *o) {
-        json_object *j = NULL;
+        _cleanup_(json_object_putp) json_object *j = NULL;
         int r;
 
         r = explain_from_daemon(o, &j);
@@ -53,15 +54,12 @@ int run_explain(const daemon_options *o) {
                         fprintf(stderr, "npu-tuned: no running npu-tuned answers on the %s bus: computing what it would do.\n",
                                 o->bus == DAEMON_BUS_SESSION ? "session" : "system");
                 r = manager_explain_offline(o, &j);
-                if (r < 0)
-                        return r == -EOPNOTSUPP ? 2 : 1;
         }
-        if (r != 0 || !j)
-                return r;
+        if (r < 0)
+                return r == -EOPNOTSUPP ? 2 : 1;
         if (o->json)
                 puts(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN));
         else
                 explain_print_text(j, stdout);
-        json_object_put(j);
         return 0;
 }
