@@ -6,16 +6,6 @@
 #include "npu-tuned/proc.h"
 #include "npu-tuned/thread-role.h"
 
-static int add(json_object *o, const char *key, json_object *v) {
-        if (!v)
-                return -ENOMEM;
-        if (json_object_object_add(o, key, v) < 0) {
-                json_object_put(v);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
 int explain_process_to_json(const managed_process *mp, const tune_plan *pl, double locality, const char *source,
                             json_object **ret) {
         _cleanup_free_ char *accels = NULL;
@@ -26,7 +16,7 @@ int explain_process_to_json(const managed_process *mp, const tune_plan *pl, doub
                 r = tune_plan_to_json(pl, &j);
         else {
                 j = json_object_new_object();
-                r = j ? add(j, "action", json_object_new_string("none")) : -ENOMEM;
+                r = j ? tune_json_add(j, "action", json_object_new_string("none")) : -ENOMEM;
         }
         if (r < 0) {
                 json_object_put(j);
@@ -34,34 +24,34 @@ int explain_process_to_json(const managed_process *mp, const tune_plan *pl, doub
         }
         r = tune_attribution_format_accels(&mp->attribution, &accels);
         if (r >= 0)
-                r = add(j, "pid", json_object_new_int(mp->pid));
+                r = tune_json_add(j, "pid", json_object_new_int(mp->pid));
         if (r >= 0)
-                r = add(j, "start_time", json_object_new_uint64(mp->start_time));
+                r = tune_json_add(j, "start_time", json_object_new_uint64(mp->start_time));
         if (r >= 0)
-                r = add(j, "comm", json_object_new_string(mp->comm));
+                r = tune_json_add(j, "comm", json_object_new_string(mp->comm));
         if (r >= 0)
-                r = add(j, "managed", json_object_new_boolean(true));
+                r = tune_json_add(j, "managed", json_object_new_boolean(true));
         if (r >= 0)
-                r = add(j, "source", json_object_new_string(source));
+                r = tune_json_add(j, "source", json_object_new_string(source));
         if (r >= 0)
-                r = add(j, "rule", json_object_new_string(mp->rule->name));
+                r = tune_json_add(j, "rule", json_object_new_string(mp->rule->name));
         if (r >= 0)
-                r = add(j, "rule_file", json_object_new_string(mp->rule->file ? mp->rule->file : "embedded"));
+                r = tune_json_add(j, "rule_file", json_object_new_string(mp->rule->file ? mp->rule->file : "embedded"));
         if (r >= 0)
-                r = add(j, "accelerators", json_object_new_string(accels));
+                r = tune_json_add(j, "accelerators", json_object_new_string(accels));
         if (r >= 0)
-                r = add(j, "accelerator_source",
+                r = tune_json_add(j, "accelerator_source",
                         json_object_new_string(tune_attribution_source_to_string(mp->attribution.source)));
         if (r >= 0)
-                r = add(j, "accelerator_variable", json_object_new_string(mp->attribution.variable));
+                r = tune_json_add(j, "accelerator_variable", json_object_new_string(mp->attribution.variable));
         if (r >= 0)
-                r = add(j, "rank", json_object_new_int(mp->rank));
+                r = tune_json_add(j, "rank", json_object_new_int(mp->rank));
         if (r >= 0)
-                r = add(j, "rank_refused", json_object_new_boolean(mp->attribution.rank_refused));
+                r = tune_json_add(j, "rank_refused", json_object_new_boolean(mp->attribution.rank_refused));
         if (r >= 0)
-                r = add(j, "environment", json_object_new_string(tune_env_state_to_string(mp->env.state)));
+                r = tune_json_add(j, "environment", json_object_new_string(tune_env_state_to_string(mp->env.state)));
         if (r >= 0 && mp->env.inherited && mp->env.from_pid > 0 && mp->env.from_pid != mp->pid)
-                r = add(j, "environment_from_pid", json_object_new_int(mp->env.from_pid));
+                r = tune_json_add(j, "environment_from_pid", json_object_new_int(mp->env.from_pid));
         if (r >= 0)
                 r = json_object_object_add(j, "locality_pct", locality >= 0 ? json_object_new_double(locality) : NULL);
         if (r < 0) {
@@ -77,13 +67,13 @@ int explain_unmanaged_to_json(pid_t pid, const char *source, const char *reason,
         int r = j ? 0 : -ENOMEM;
 
         if (r >= 0)
-                r = add(j, "pid", json_object_new_int(pid));
+                r = tune_json_add(j, "pid", json_object_new_int(pid));
         if (r >= 0)
-                r = add(j, "managed", json_object_new_boolean(false));
+                r = tune_json_add(j, "managed", json_object_new_boolean(false));
         if (r >= 0)
-                r = add(j, "source", json_object_new_string(source));
+                r = tune_json_add(j, "source", json_object_new_string(source));
         if (r >= 0)
-                r = add(j, "reason", json_object_new_string(reason));
+                r = tune_json_add(j, "reason", json_object_new_string(reason));
         if (r < 0) {
                 json_object_put(j);
                 return r;

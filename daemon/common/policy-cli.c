@@ -85,6 +85,19 @@ static int print_origins(const tune_policy *p, FILE *f) {
         return 0;
 }
 
+/* After a load: check p against the host, print every problem; false when there was one
+ * (or the load failed: r). */
+static bool checked(const daemon_options *o, int r, const tune_policy *p, tune_policy_errors *errors) {
+        if (r >= 0)
+                r = check_against_host(o, p, errors);
+        policy_errors_print(errors, stderr);
+        if (r == -ENOMEM)
+                fprintf(stderr, "npu-tuned: out of memory\n");
+        else if (r < 0 && r != -EINVAL)
+                fprintf(stderr, "npu-tuned: %s\n", strerror(-r));
+        return r >= 0 && tune_policy_errors_count(errors) == 0;
+}
+
 int run_check_policy(const daemon_options *o) {
         _cleanup_(tune_policy_freep) tune_policy *p = NULL;
         tune_policy_errors errors = {};
@@ -104,18 +117,8 @@ int run_check_policy(const daemon_options *o) {
                         fprintf(stderr, "%s: no *.json policy files\n", o->paths[i]);
                 goto out;
         }
-        if (r >= 0)
-                r = check_against_host(o, p, &errors);
-        policy_errors_print(&errors, stderr);
-        if (r == -ENOMEM) {
-                fprintf(stderr, "npu-tuned: out of memory\n");
+        if (!checked(o, r, p, &errors))
                 goto out;
-        }
-        if (r < 0 || tune_policy_errors_count(&errors) > 0) {
-                if (r < 0 && r != -EINVAL)
-                        fprintf(stderr, "npu-tuned: %s\n", strerror(-r));
-                goto out;
-        }
         printf("OK: %u file%s, %u process rule%s, %u accelerator kind%s, %u NUMA override%s, %u warning%s\n", p->n_files,
                p->n_files == 1 ? "" : "s", p->n_rules, p->n_rules == 1 ? "" : "s", p->n_kinds, p->n_kinds == 1 ? "" : "s",
                p->n_overrides, p->n_overrides == 1 ? "" : "s", count_warnings(&errors), count_warnings(&errors) == 1 ? "" : "s");
@@ -142,14 +145,8 @@ int run_print_policy(const daemon_options *o) {
                 fprintf(stderr, "npu-tuned: no policy file found, this is the embedded default policy\n");
                 r = tune_policy_load_embedded(&p, &errors);
         }
-        if (r >= 0)
-                r = check_against_host(o, p, &errors);
-        policy_errors_print(&errors, stderr);
-        if (r < 0 || tune_policy_errors_count(&errors) > 0) {
-                if (r < 0 && r != -EINVAL)
-                        fprintf(stderr, "npu-tuned: %s\n", strerror(-r));
+        if (!checked(o, r, p, &errors))
                 goto out;
-        }
         r = tune_policy_to_json(p, &json);
         if (r < 0) {
                 fprintf(stderr, "npu-tuned: %s\n", strerror(-r));

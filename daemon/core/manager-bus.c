@@ -280,6 +280,17 @@ static int method_list_processes(sd_bus_message *msg, void *userdata, sd_bus_err
         return sd_bus_send(NULL, reply, NULL);
 }
 
+/* The pid argument of Explain() and Release(): a process id, or InvalidArgs. */
+static int read_pid(sd_bus_message *msg, uint32_t *ret, sd_bus_error *error) {
+        int r = sd_bus_message_read(msg, "u", ret);
+
+        if (r < 0)
+                return r;
+        if (*ret == 0 || *ret > 4194304)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Not a process id: %u", *ret);
+        return 0;
+}
+
 /* The explanation as JSON only, the one form npu-tuned --explain --json, npu-tunectl and
  * busctl users read: the fields are in it, not beside it again. */
 static int method_explain(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -288,11 +299,9 @@ static int method_explain(sd_bus_message *msg, void *userdata, sd_bus_error *err
         uint32_t pid;
         int r;
 
-        r = sd_bus_message_read(msg, "u", &pid);
+        r = read_pid(msg, &pid, error);
         if (r < 0)
                 return r;
-        if (pid == 0 || pid > 4194304)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Not a process id: %u", pid);
         r = manager_explain(m, (pid_t) pid, &j);
         if (r == -ESRCH)
                 return sd_bus_error_setf(error, NPU_BUS_ERROR_NO_SUCH_PROCESS, "No process %u.", pid);
@@ -352,14 +361,12 @@ static int method_release(sd_bus_message *msg, void *userdata, sd_bus_error *err
         uint32_t pid;
         int r;
 
-        r = sd_bus_message_read(msg, "u", &pid);
-        if (r < 0)
-                return r;
         r = check_privileged(msg, "Release()", error);
         if (r < 0)
                 return r;
-        if (pid == 0 || pid > 4194304)
-                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Not a process id: %u", pid);
+        r = read_pid(msg, &pid, error);
+        if (r < 0)
+                return r;
         if (!m->watcher)
                 return sd_bus_error_setf(error, NPU_BUS_ERROR_NOT_AVAILABLE,
                                          "The process watcher is off (--root or --no-watch): no process is managed.");

@@ -114,6 +114,9 @@ const tune_cpuset *tune_plan_role_cpus(const tune_plan *p, tune_role role) _pure
  * kernel's list format. The caller owns *ret (json_object_put()). */
 struct json_object;
 int tune_plan_to_json(const tune_plan *p, struct json_object **ret);
+/* json_object_object_add() that takes v in every case: -ENOMEM when v is NULL (its
+ * allocation failed) or cannot be added, and then v is freed. */
+int tune_json_add(struct json_object *o, const char *key, struct json_object *v);
 /* The first node of mem_nodes, the target of pages on no node of mem_nodes; -1 if none. */
 int tune_plan_memory_target(const tune_plan *p) _pure_;
 

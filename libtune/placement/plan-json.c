@@ -22,7 +22,7 @@ static int add_set(json_object *o, const char *key, const tune_cpuset *s) {
         return 0;
 }
 
-static int add_value(json_object *o, const char *key, json_object *v) {
+int tune_json_add(json_object *o, const char *key, json_object *v) {
         if (!v)
                 return -ENOMEM;
         if (json_object_object_add(o, key, v) < 0) {
@@ -45,15 +45,15 @@ int tune_plan_to_json(const tune_plan *p, struct json_object **ret) {
                 json_object_put(reasons);
                 return -ENOMEM;
         }
-        r = add_value(o, "roles", roles);
+        r = tune_json_add(o, "roles", roles);
         if (r < 0) {
                 json_object_put(reasons);
                 json_object_put(o);
                 return r;
         }
-        r = add_value(o, "reasons", reasons);
+        r = tune_json_add(o, "reasons", reasons);
         if (r >= 0)
-                r = add_value(o, "action", json_object_new_string(tune_plan_action_to_string(p->action)));
+                r = tune_json_add(o, "action", json_object_new_string(tune_plan_action_to_string(p->action)));
         if (r >= 0)
                 r = add_set(o, "home_nodes", &p->home_nodes);
         if (r >= 0)
@@ -61,15 +61,15 @@ int tune_plan_to_json(const tune_plan *p, struct json_object **ret) {
         if (r >= 0)
                 r = add_set(o, "borrowed_nodes", &p->borrowed_nodes);
         if (r >= 0)
-                r = add_value(o, "cpus_wanted", json_object_new_int((int) p->cpus_wanted));
+                r = tune_json_add(o, "cpus_wanted", json_object_new_int((int) p->cpus_wanted));
         if (r >= 0)
-                r = add_value(o, "shared", json_object_new_boolean(p->shared));
+                r = tune_json_add(o, "shared", json_object_new_boolean(p->shared));
         if (r >= 0)
                 r = add_set(o, "mem_nodes", &p->mem_nodes);
         if (r >= 0)
-                r = add_value(o, "in_cpuset", json_object_new_boolean(p->in_cpuset));
+                r = tune_json_add(o, "in_cpuset", json_object_new_boolean(p->in_cpuset));
         if (r >= 0)
-                r = add_value(o, "cpuset_far", json_object_new_boolean(p->cpuset_far));
+                r = tune_json_add(o, "cpuset_far", json_object_new_boolean(p->cpuset_far));
         for (unsigned i = 0; r >= 0 && i < _TUNE_ROLE_MAX; i++)
                 r = add_set(roles, tune_role_to_string((tune_role) i), &p->role_cpus[i]);
         for (unsigned i = 0; r >= 0 && i < p->n_reasons; i++) {
