@@ -133,6 +133,37 @@ static void test_cmdline_comm_escape(void **state) {
         assert_string_equal(buf, "(null)");
 }
 
+/* What goes on the bus and into tables: valid UTF-8 stays, the rest is escaped, and the
+ * result is always clean (issue: a comm of \xff\xfeBAD broke ListProcesses for everyone). */
+static void test_escape_utf8(void **state) {
+        static const struct {
+                const char *in, *out_bs, *out;
+        } cases[] = {
+                { "vllm", "vllm", "vllm" },
+                { "\xff\xfe" "BAD", "\\xff\\xfeBAD", "\\xff\\xfeBAD" },
+                { "\x1b]0;PWNED\x07\x1b[2J\n", "\\x1b]0;PWNED\\x07\\x1b[2J\\x0a", "\\x1b]0;PWNED\\x07\\x1b[2J\\x0a" },
+                { "推理-服务", "推理-服务", "推理-服务" },          /* valid multibyte UTF-8 kept */
+                { "a\xc2\x9b""31m", "a\\xc2\\x9b31m", "a\\xc2\\x9b31m" }, /* C1 CSI (U+009B) */
+                { "\xc0\xaf", "\\xc0\\xaf", "\\xc0\\xaf" },           /* overlong '/' */
+                { "\xed\xa0\x80", "\\xed\\xa0\\x80", "\\xed\\xa0\\x80" },  /* a surrogate */
+                { "\xe6\x8e", "\\xe6\\x8e", "\\xe6\\x8e" },             /* truncated sequence */
+                { "\xe6\x8eZ", "\\xe6\\x8eZ", "\\xe6\\x8eZ" },          /* ... and what follows read afresh */
+                { "a\\b", "a\\x5cb", "a\\b" },
+                { "", "", "" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_free_ char *a = NULL, *b = NULL;
+                assert_int_equal(tune_escape_utf8(cases[i].in, true, &a), 0);
+                assert_string_equal(a, cases[i].out_bs);
+                assert_int_equal(tune_escape_utf8(cases[i].in, false, &b), 0);
+                assert_string_equal(b, cases[i].out);
+                assert_true(tune_utf8_clean(a));
+                assert_true(tune_utf8_clean(b));
+                assert_int_equal(tune_utf8_clean(cases[i].in), streq(cases[i].in, cases[i].out));
+        }
+}
+
 /* ---- A fake /proc ---- */
 
 static char root[256];
@@ -324,6 +355,7 @@ int main(void) {
                 cmocka_unit_test(test_status),
                 cmocka_unit_test(test_cgroup),
                 cmocka_unit_test(test_cmdline_comm_escape),
+                cmocka_unit_test(test_escape_utf8),
                 cmocka_unit_test_setup_teardown(test_readers_fake, setup_fake, teardown_fake),
                 cmocka_unit_test_setup_teardown(test_facts_loader, setup_fake, teardown_fake),
                 cmocka_unit_test(test_readers_live),

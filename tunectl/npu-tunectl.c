@@ -19,6 +19,7 @@
 #include "npu-tuned/macro.h"
 #include "options.h"
 #include "policy-cli.h"
+#include "npu-tuned/proc.h"
 #include "print-topology.h"
 
 enum {
@@ -49,12 +50,16 @@ typedef struct Table {
         unsigned n_cells;
 } Table;
 
+/* A cell's bytes may be another user's (a process's comm): control characters and bytes
+ * that are not UTF-8 are shown as \xNN, never sent to the terminal (docs/trust.md). */
 static void table_add(Table *t, const char *cell) {
         char **cells = realloc(t->cells, (t->n_cells + 1) * sizeof *cells);
         if (!cells)
                 exit(EXIT_FAILED);
         t->cells = cells;
-        t->cells[t->n_cells++] = strdup(cell ? cell : "");
+        if (tune_escape_utf8(cell, false, &t->cells[t->n_cells]) < 0)
+                exit(EXIT_FAILED);
+        t->n_cells++;
 }
 
 static void table_addf(Table *t, const char *fmt, ...) _printf_(2, 3);

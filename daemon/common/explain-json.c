@@ -92,6 +92,26 @@ static const char *str(json_object *j, const char *key) {
         return s ? s : "";
 }
 
+int explain_escape_strings(json_object *j) {
+        int r = 0;
+
+        if (json_object_is_type(j, json_type_string)) {
+                _cleanup_free_ char *e = NULL;
+                if (tune_utf8_clean(json_object_get_string(j)))
+                        return 0;
+                r = tune_escape_utf8(json_object_get_string(j), true, &e);
+                return r < 0 ? r : json_object_set_string(j, e) ? 0 : -ENOMEM;
+        }
+        if (json_object_is_type(j, json_type_object)) {
+                struct json_object_iterator it = json_object_iter_begin(j), end = json_object_iter_end(j);
+                for (; r >= 0 && !json_object_iter_equal(&it, &end); json_object_iter_next(&it))
+                        r = explain_escape_strings(json_object_iter_peek_value(&it));
+        } else if (json_object_is_type(j, json_type_array))
+                for (size_t i = 0; r >= 0 && i < json_object_array_length(j); i++)
+                        r = explain_escape_strings(json_object_array_get_idx(j, i));
+        return r;
+}
+
 static const char *or_dash(const char *s) {
         return s && *s ? s : "-";
 }

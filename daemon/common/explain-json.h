@@ -26,5 +26,10 @@ int explain_process_to_json(const managed_process *mp, const tune_plan *pl, doub
                             json_object **ret);
 /* {"pid", "managed": false, "source", "reason"} for a process npu-tuned leaves alone. */
 int explain_unmanaged_to_json(pid_t pid, const char *source, const char *reason, json_object **ret);
+/* Every string value in j (nested too) that is not valid UTF-8 free of control
+ * characters replaced by its tune_escape_utf8() form: what came from a process (its comm,
+ * an environment value quoted in a reason) then cannot break a D-Bus reply, which must be
+ * valid UTF-8, nor a terminal. -ENOMEM. */
+int explain_escape_strings(json_object *j);
 /* The text `npu-tuned --explain PID` prints. */
 void explain_print_text(json_object *j, FILE *f);

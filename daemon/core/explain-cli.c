@@ -55,6 +55,8 @@ int run_explain(const daemon_options *o) {
                                 o->bus == DAEMON_BUS_SESSION ? "session" : "system");
                 r = manager_explain_offline(o, &j);
         }
+        if (r >= 0)
+                r = explain_escape_strings(j);
         if (r < 0)
                 return r == -EOPNOTSUPP ? 2 : 1;
         if (o->json)

@@ -235,16 +235,20 @@ static int append_roles(sd_bus_message *reply, const tune_plan *pl) {
 
 static int append_process(sd_bus_message *reply, Manager *m, const managed_process *mp) {
         const tune_plan *pl = m->placement ? placement_get(m->placement, mp) : NULL;
-        _cleanup_free_ char *accels = NULL, *mem = NULL;
+        _cleanup_free_ char *accels = NULL, *mem = NULL, *comm = NULL;
         int r;
 
-        r = tune_attribution_format_accels(&mp->attribution, &accels);
+        /* The comm is the process's own choice: escaped, so that one name that is not
+         * UTF-8 cannot fail the reply for every caller (docs/trust.md). */
+        r = tune_escape_utf8(mp->comm, true, &comm);
+        if (r >= 0)
+                r = tune_attribution_format_accels(&mp->attribution, &accels);
         if (r >= 0 && pl)
                 r = tune_cpuset_format_list(&pl->mem_nodes, &mem);
         if (r >= 0)
                 r = sd_bus_message_open_container(reply, 'r', "utssssa(ss)sd");
         if (r >= 0)
-                r = sd_bus_message_append(reply, "utssss", (uint32_t) mp->pid, mp->start_time, mp->comm, mp->rule->name,
+                r = sd_bus_message_append(reply, "utssss", (uint32_t) mp->pid, mp->start_time, comm, mp->rule->name,
                                           accels, tune_attribution_source_to_string(mp->attribution.source));
         if (r >= 0)
                 r = append_roles(reply, pl);
@@ -305,6 +309,8 @@ static int method_explain(sd_bus_message *msg, void *userdata, sd_bus_error *err
         r = manager_explain(m, (pid_t) pid, &j);
         if (r == -ESRCH)
                 return sd_bus_error_setf(error, NPU_BUS_ERROR_NO_SUCH_PROCESS, "No process %u.", pid);
+        if (r >= 0)
+                r = explain_escape_strings(j);
         if (r < 0)
                 return r;
         return sd_bus_reply_method_return(msg, "s", json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN));

@@ -75,6 +75,17 @@ int tune_parse_comm(const char *text, char ret[static TUNE_COMM_MAX]);
  * string that does not fit ends in "...". Never fails; buf is always terminated. */
 void tune_escape(const char *s, char *buf, size_t size);
 
+/* s for a D-Bus string, a JSON value or a table cell, where another user's bytes must not
+ * break the message (D-Bus strings must be valid UTF-8) nor drive the reader's terminal:
+ * valid UTF-8 stays as it is (a name in any script reads as written), and every byte of
+ * an invalid sequence, every control character (C0, DEL, and C1 as U+0080..U+009F) and,
+ * with escape_backslash, the backslash become \xNN. The result is valid UTF-8 without
+ * control characters. -ENOMEM. */
+int tune_escape_utf8(const char *s, bool escape_backslash, char **ret);
+/* Whether s is valid UTF-8 without control characters (tune_escape_utf8() would leave it,
+ * but for backslashes, as it is). */
+bool tune_utf8_clean(const char *s);
+
 /* Whether the process a pidfd (pidfd_open()) names has exited: 1 it has, 0 it lives, < 0
  * the poll failed (cannot tell: each caller decides what that means for it). */
 int tune_pidfd_exited(int pidfd);

@@ -313,3 +313,74 @@ int tune_parse_creds(const char *text, tune_creds *ret) {
         ret->n_groups = (unsigned) ngr;
         return 0;
 }
+
+/* The length of the valid UTF-8 sequence at s (1-4), or 0 when s does not start one
+ * (overlong forms, surrogates and code points past U+10FFFF are invalid, RFC 3629). */
+static size_t utf8_sequence(const unsigned char *s) {
+        unsigned char c = s[0];
+        size_t n;
+        uint32_t cp;
+
+        if (c < 0x80)
+                return 1;
+        if (c >= 0xc2 && c <= 0xdf)
+                n = 2, cp = c & 0x1f;
+        else if (c >= 0xe0 && c <= 0xef)
+                n = 3, cp = c & 0x0f;
+        else if (c >= 0xf0 && c <= 0xf4)
+                n = 4, cp = c & 0x07;
+        else
+                return 0;
+        for (size_t i = 1; i < n; i++) {
+                if ((s[i] & 0xc0) != 0x80)
+                        return 0;
+                cp = (cp << 6) | (s[i] & 0x3f);
+        }
+        if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) || (cp >= 0xd800 && cp <= 0xdfff))
+                return 0;
+        return n;
+}
+
+/* Whether the valid sequence of n bytes at s is a control character: C0, DEL, C1. */
+static bool utf8_control(const unsigned char *s, size_t n) {
+        return (n == 1 && (s[0] < 0x20 || s[0] == 0x7f)) || (n == 2 && s[0] == 0xc2 && s[1] < 0xa0);
+}
+
+int tune_escape_utf8(const char *s, bool escape_backslash, char **ret) {
+        const unsigned char *u = (const unsigned char *) (s ? s : "");
+        size_t len = strlen((const char *) u), o = 0;
+        char *buf = malloc(len * 4 + 1); /* at most 4 bytes out per byte in */
+
+        if (!buf)
+                return -ENOMEM;
+        for (size_t i = 0; i < len;) {
+                size_t n = utf8_sequence(u + i);
+                if (n == 0 || utf8_control(u + i, n) || (escape_backslash && u[i] == '\\')) {
+                        /* An invalid sequence is escaped a byte at a time, so that what
+                         * follows it is read afresh. */
+                        size_t k = n ? n : 1;
+                        for (size_t j = 0; j < k; j++)
+                                o += (size_t) sprintf(buf + o, "\\x%02x", u[i + j]);
+                        i += k;
+                        continue;
+                }
+                memcpy(buf + o, u + i, n);
+                o += n;
+                i += n;
+        }
+        buf[o] = 0;
+        *ret = buf;
+        return 0;
+}
+
+bool tune_utf8_clean(const char *s) {
+        const unsigned char *u = (const unsigned char *) s;
+
+        for (size_t i = 0; u[i];) {
+                size_t n = utf8_sequence(u + i);
+                if (n == 0 || utf8_control(u + i, n))
+                        return false;
+                i += n;
+        }
+        return true;
+}

@@ -13,6 +13,9 @@ Cpus_allowed_list), not only against the daemon:
   - Reload() with the same rules: PolicyReloaded(true), no ProcessReleased, the same CPUs;
   - Release() as nobody: AccessDenied, nothing moves; as root: every thread back on its
     original CPUs, ProcessReleased, and a Rescan() does not take it back;
+  - a process whose comm is not UTF-8 and holds terminal escapes: ListProcesses() and
+    Explain() still answer every caller, with the comm escaped, and npu-tunectl's table
+    sends no control character to the terminal;
   - SIGTERM: exit 0.
 Needs root in the initial namespaces and 2 CPUs (skips, 77, otherwise). It pins real
 processes: not in parallel with other live tests.
@@ -159,6 +162,30 @@ try:
     time.sleep(0.3)
     expect(bus.get("ManagedProcesses") == "u 0" and all(a == original for _, a in livetest.affinities(target.pid).values()),
            "after Rescan() the released process stays released")
+
+    # Another process names itself with bytes that are not UTF-8 and a terminal escape
+    # (its comm is the name it was run by): the API keeps working for everyone.
+    bad_name = b"\xff\xfe\x1b]0;PWNED\x07"
+    bad_path = os.path.join(os.fsencode(tmp), bad_name)
+    os.symlink(os.path.abspath(target_bin), bad_path)
+    bad = subprocess.Popen([bad_path, "--control", "1", "--compute", "1", "--timeout", "60"], stdout=subprocess.PIPE)
+    try:
+        if not bad.stdout.readline().startswith(b"ready"):
+            fail("the badly named threads-target did not start")
+        livetest.wait_placed(bad.pid, 3, control_cpu, compute_cpu)
+        escaped = "\\xff\\xfe\\x1b]0;PWNED\\x07"
+        procs = json.loads(bus.busctl("--json=short", "call", buslib.NAME, buslib.PATH, buslib.IFACE,
+                                      "ListProcesses", run_as="nobody").stdout)["data"][0]
+        expect([p[2] for p in procs if p[0] == bad.pid] == [escaped],
+               f"ListProcesses() (as nobody) answers with a non-UTF-8 comm, escaped: {[p[2] for p in procs]}")
+        ex = json.loads(bus.run([tunectl, "--json", "explain", str(bad.pid)], run_as="nobody").stdout)
+        expect(ex["comm"] == escaped, f"Explain() of it answers, its comm escaped: {ex['comm']!r}")
+        out = bus.run([tunectl, "processes"], run_as="nobody").stdout
+        expect("\x1b" not in out and "\x07" not in out and escaped in out,
+               f"npu-tunectl processes sends no control character to the terminal: {out!r}")
+    finally:
+        bad.kill()
+        bad.wait()
     mon.close()
     daemon.send_signal(signal.SIGTERM)
     expect(daemon.wait(10) == 0, "npu-tuned exited 0 on SIGTERM")

@@ -33,7 +33,7 @@ def require_root_and_two_cpus():
 
 def allowed(pid, tid):
     """The thread's Cpus_allowed_list as a set, as the kernel says."""
-    with open(f"/proc/{pid}/task/{tid}/status") as f:
+    with open(f"/proc/{pid}/task/{tid}/status", errors="surrogateescape") as f:
         for line in f:
             if line.startswith("Cpus_allowed_list:"):
                 out = set()
@@ -49,7 +49,7 @@ def threads(pid):
     out = {}
     for tid in os.listdir(f"/proc/{pid}/task"):
         try:
-            with open(f"/proc/{pid}/task/{tid}/comm") as f:
+            with open(f"/proc/{pid}/task/{tid}/comm", errors="surrogateescape") as f:  # any bytes
                 out[int(tid)] = f.read().strip()
         except FileNotFoundError:
             pass
