@@ -92,6 +92,20 @@ Entry *entry_new(Watcher *w, pid_t pid, uint64_t start_time, pid_t ppid, uid_t u
         return e;
 }
 
+/* Public (watcher.h), but here with the release that logs it: the lowest file that needs
+ * the names, so that no file calls up for them. */
+static const char *const exit_reason_names[_WATCHER_EXIT_REASON_MAX] = {
+        [WATCHER_EXIT_EXITED] = "exited",
+        [WATCHER_EXIT_UNMATCHED] = "unmatched",
+        [WATCHER_EXIT_PID_REUSED] = "pid-reused",
+        [WATCHER_EXIT_STOP] = "stop",
+        [WATCHER_EXIT_RELEASED] = "released",
+};
+
+const char *watcher_exit_reason_to_string(watcher_exit_reason r) {
+        return r >= 0 && r < _WATCHER_EXIT_REASON_MAX ? exit_reason_names[r] : NULL;
+}
+
 static void log_release(Entry *e, watcher_exit_reason reason) {
         log_debug("gone pid=%d start=%" PRIu64 " reason=%s", (int) e->p.pid, e->p.start_time,
                   watcher_exit_reason_to_string(reason));

@@ -9,18 +9,6 @@
 #include "log.h"
 #include "watcher-internal.h"
 
-static const char *const exit_reason_names[_WATCHER_EXIT_REASON_MAX] = {
-        [WATCHER_EXIT_EXITED] = "exited",
-        [WATCHER_EXIT_UNMATCHED] = "unmatched",
-        [WATCHER_EXIT_PID_REUSED] = "pid-reused",
-        [WATCHER_EXIT_STOP] = "stop",
-        [WATCHER_EXIT_RELEASED] = "released",
-};
-
-const char *watcher_exit_reason_to_string(watcher_exit_reason r) {
-        return r >= 0 && r < _WATCHER_EXIT_REASON_MAX ? exit_reason_names[r] : NULL;
-}
-
 void watcher_params_from_policy(const tune_policy *p, watcher_params *ret) {
         *ret = (watcher_params){};
         if (p) {
