@@ -119,15 +119,15 @@ void watcher_budget_room_freed(Watcher *w) {
         (void) sd_event_source_set_enabled(w->retry_source, SD_EVENT_ONESHOT);
 }
 
-/* Free one mere candidate: of_uid's, or (NULL) preferably one of the user with the most
- * entries. -ENOSPC when there is none (every such entry is managed). O(entries): only when
- * a table or a share is full and a rule matched. */
-int watcher_budget_evict(Watcher *w, const uid_t *of_uid) {
+/* The mere candidate to free for a match: of_uid's, or (NULL) preferably one of the user
+ * with the most entries. -ENOSPC when there is none (every such entry is managed).
+ * O(entries): only when a table or a share is full and a rule matched. Only picked here:
+ * entry_new() frees it, as the budget counts entries and never frees one itself. */
+int watcher_budget_victim(Watcher *w, const uid_t *of_uid, Entry **ret) {
         _cleanup_free_ pid_t *pids = NULL;
         uid_t from = of_uid ? *of_uid : 0; /* whose candidate: of_uid's, else the heaviest user's */
         unsigned most = 0;
         size_t n = 0;
-        Entry *victim = NULL;
 
         for (unsigned i = 0; i < w->n_uid_counts && !of_uid; i++)
                 if (w->uid_counts[i].entries > most) {
@@ -136,21 +136,15 @@ int watcher_budget_evict(Watcher *w, const uid_t *of_uid) {
                 }
         if (registry_pids(w->registry, &pids, &n) < 0)
                 return -ENOMEM;
-        for (int pass = 0; pass < (of_uid ? 1 : 2) && !victim; pass++)
+        for (int pass = 0; pass < (of_uid ? 1 : 2); pass++)
                 for (size_t i = 0; i < n; i++) {
                         Entry *e = registry_get(w->registry, pids[i]);
                         if (e && !e->matched && (pass == 1 || e->budget_uid == from)) {
-                                victim = e;
-                                break;
+                                *ret = e;
+                                return 0;
                         }
                 }
-        if (!victim)
-                return -ENOSPC;
-        w->stats.evicted++;
-        log_debug("evicted candidate pid=%d uid=%u to make room for a match", (int) victim->p.pid,
-                  (unsigned) victim->budget_uid);
-        entry_free(victim);
-        return 0;
+        return -ENOSPC;
 }
 
 /* At most one warning a minute: a user who keeps starting processes must not flood the

@@ -129,7 +129,9 @@ unsigned watcher_budget_per_uid(const Watcher *w);
 unsigned watcher_budget_count(Watcher *w, uid_t uid);
 int watcher_budget_add(Watcher *w, uid_t uid);
 void watcher_budget_remove(Watcher *w, uid_t uid);
-int watcher_budget_evict(Watcher *w, const uid_t *of_uid);
+/* A mere candidate to free for a match: of_uid's, or (NULL) the heaviest user's if it has
+ * one. -ENOSPC: none. The caller frees it. */
+int watcher_budget_victim(Watcher *w, const uid_t *of_uid, Entry **ret);
 void watcher_budget_warn_refused(Watcher *w, uid_t uid, pid_t pid);
 /* A match refused because max_managed processes are managed: re-evaluated (oldest first,
  * as many as there is room for) soon after a managed process goes. Bounded: the oldest
