@@ -75,7 +75,8 @@ struct Watcher {
         unsigned n_uid_counts;
         struct { pid_t pid; uint64_t start_time; } *refused; /* matches refused for a full table, oldest first */
         unsigned n_refused;
-        sd_event_source *retry_source; /* re-evaluates them once room frees up (watcher-budget.c) */
+        sd_event_source *retry_source; /* re-evaluates them once room frees up (watcher-match.c; enabled by
+                                        * watcher_budget_room_freed()) */
         struct { pid_t pid; uint64_t start_time; } *comm_pending; /* renames folded (watcher-debounce.c) */
         unsigned n_comm_pending;
         sd_event_source *comm_timer;
@@ -137,6 +138,14 @@ void watcher_budget_warn_refused(Watcher *w, uid_t uid, pid_t pid);
  * as many as there is room for) soon after a managed process goes. Bounded: the oldest
  * are dropped beyond WATCHER_REFUSED_MAX. */
 void watcher_budget_queue_refused(Watcher *w, pid_t pid, uint64_t start_time);
+/* The next refused match to evaluate again, while there is room: its stat read now, and
+ * its entry if it has one (a candidate with the same start time), else NULL. *done counts
+ * the queued ones taken, 0 at first; false: none left, or no room. The caller evaluates it
+ * (the budget calls nothing above it), then drops those taken with
+ * watcher_budget_refused_done(). */
+bool watcher_budget_refused_next(Watcher *w, unsigned *done, tune_proc_stat *ret, Entry **ret_entry);
+void watcher_budget_refused_done(Watcher *w, unsigned done);
+/* A managed process went: enable w->retry_source if a match waits for room. */
 void watcher_budget_room_freed(Watcher *w);
 
 /* Renames: true when e's re-evaluation is folded into one at the end of its debounce
