@@ -48,6 +48,9 @@ int watcher_new(sd_event *e, const tune_ctx *ctx, const tune_accels *accels, con
         r = tune_attribution_env_names(policy, &w->env_names, &w->n_env_names);
         if (r < 0)
                 return r;
+        r = watcher_reconcile_timer_new(w);
+        if (r < 0) /* as before, when the first schedule made it: the watcher works without */
+                log_warning_errno(r, "Failed to arm the reconcile timer, reconciling on events only: %m");
         *ret = TAKE_PTR(w);
         return 0;
 }

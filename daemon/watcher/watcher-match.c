@@ -16,6 +16,16 @@
 #define SYS_pidfd_open 434
 #endif
 
+/* Here, with the matches that first need it, and not with the timer's handler
+ * (watcher-reconcile.c, which made the timer): setting a time calls nothing up. */
+void watcher_timer_schedule(Watcher *w, uint64_t due) {
+        if (due == 0 || !w->timer || (w->timer_due_usec != 0 && w->timer_due_usec <= due))
+                return;
+        (void) sd_event_source_set_time(w->timer, due);
+        (void) sd_event_source_set_enabled(w->timer, SD_EVENT_ONESHOT);
+        w->timer_due_usec = due;
+}
+
 void entry_device_check_schedule(Entry *e, uint64_t now) {
         Watcher *w = e->w;
 
