@@ -79,55 +79,47 @@ void watcher_budget_queue_refused(Watcher *w, pid_t pid, uint64_t start_time) {
         w->n_refused++;
 }
 
-/* Deferred: never from inside the release that made the room (a consumer callback may
- * be running). */
-static int on_retry(sd_event_source *s, void *userdata) {
-        Watcher *w = userdata;
-        unsigned done = 0;
-
-        while (done < w->n_refused && w->stats.managed < w->params.max_managed) {
-                pid_t pid = w->refused[done].pid;
-                uint64_t start_time = w->refused[done].start_time;
-                tune_proc_stat st;
+bool watcher_budget_refused_next(Watcher *w, unsigned *done, tune_proc_stat *ret, Entry **ret_entry) {
+        while (*done < w->n_refused && w->stats.managed < w->params.max_managed) {
+                pid_t pid = w->refused[*done].pid;
+                uint64_t start_time = w->refused[*done].start_time;
                 Entry *e;
 
-                done++;
-                if (tune_proc_read_stat(w->ctx, pid, &st) < 0 || st.start_time != start_time)
+                (*done)++;
+                if (tune_proc_read_stat(w->ctx, pid, ret) < 0 || ret->start_time != start_time)
                         continue; /* gone */
                 e = registry_get(w->registry, pid);
                 if (e && (e->matched || e->p.start_time != start_time))
                         continue;
-                w->stats.retried++;
-                watcher_evaluate(w, e, &st, NULL, EVAL_SCAN);
+                *ret_entry = e;
+                return true;
         }
-        memmove(w->refused, w->refused + done, (w->n_refused - done) * sizeof *w->refused);
-        w->n_refused -= done;
-        return 0;
+        return false;
 }
 
-void watcher_budget_room_freed(Watcher *w) {
-        int r;
+void watcher_budget_refused_done(Watcher *w, unsigned done) {
+        memmove(w->refused, w->refused + done, (w->n_refused - done) * sizeof *w->refused);
+        w->n_refused -= done;
+}
 
-        if (w->n_refused == 0 || !w->event)
+/* Deferred to the retry source: never from inside the release that made the room (a
+ * consumer callback may be running). watcher-match.c made the source with the first
+ * refused match, and its handler evaluates them: the budget only says when and which. */
+void watcher_budget_room_freed(Watcher *w) {
+        if (w->n_refused == 0 || !w->retry_source)
                 return;
-        if (!w->retry_source) {
-                r = sd_event_add_defer(w->event, &w->retry_source, on_retry, w);
-                if (r < 0)
-                        return;
-                (void) sd_event_source_set_description(w->retry_source, "watcher-retry-refused");
-        }
         (void) sd_event_source_set_enabled(w->retry_source, SD_EVENT_ONESHOT);
 }
 
-/* Free one mere candidate: of_uid's, or (NULL) preferably one of the user with the most
- * entries. -ENOSPC when there is none (every such entry is managed). O(entries): only when
- * a table or a share is full and a rule matched. */
-int watcher_budget_evict(Watcher *w, const uid_t *of_uid) {
+/* The mere candidate to free for a match: of_uid's, or (NULL) preferably one of the user
+ * with the most entries. -ENOSPC when there is none (every such entry is managed).
+ * O(entries): only when a table or a share is full and a rule matched. Only picked here:
+ * entry_new() frees it, as the budget counts entries and never frees one itself. */
+int watcher_budget_victim(Watcher *w, const uid_t *of_uid, Entry **ret) {
         _cleanup_free_ pid_t *pids = NULL;
         uid_t from = of_uid ? *of_uid : 0; /* whose candidate: of_uid's, else the heaviest user's */
         unsigned most = 0;
         size_t n = 0;
-        Entry *victim = NULL;
 
         for (unsigned i = 0; i < w->n_uid_counts && !of_uid; i++)
                 if (w->uid_counts[i].entries > most) {
@@ -136,21 +128,15 @@ int watcher_budget_evict(Watcher *w, const uid_t *of_uid) {
                 }
         if (registry_pids(w->registry, &pids, &n) < 0)
                 return -ENOMEM;
-        for (int pass = 0; pass < (of_uid ? 1 : 2) && !victim; pass++)
+        for (int pass = 0; pass < (of_uid ? 1 : 2); pass++)
                 for (size_t i = 0; i < n; i++) {
                         Entry *e = registry_get(w->registry, pids[i]);
                         if (e && !e->matched && (pass == 1 || e->budget_uid == from)) {
-                                victim = e;
-                                break;
+                                *ret = e;
+                                return 0;
                         }
                 }
-        if (!victim)
-                return -ENOSPC;
-        w->stats.evicted++;
-        log_debug("evicted candidate pid=%d uid=%u to make room for a match", (int) victim->p.pid,
-                  (unsigned) victim->budget_uid);
-        entry_free(victim);
-        return 0;
+        return -ENOSPC;
 }
 
 /* At most one warning a minute: a user who keeps starting processes must not flood the

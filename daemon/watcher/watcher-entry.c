@@ -48,6 +48,22 @@ void entry_free(Entry *e) {
         free(e);
 }
 
+/* Free a mere candidate to make room for a process a rule matches (watcher_budget_victim()
+ * says which). */
+static int entry_evict(Watcher *w, const uid_t *of_uid) {
+        Entry *victim;
+        int r;
+
+        r = watcher_budget_victim(w, of_uid, &victim);
+        if (r < 0)
+                return r;
+        w->stats.evicted++;
+        log_debug("evicted candidate pid=%d uid=%u to make room for a match", (int) victim->p.pid,
+                  (unsigned) victim->budget_uid);
+        entry_free(victim);
+        return 0;
+}
+
 Entry *entry_new(Watcher *w, pid_t pid, uint64_t start_time, pid_t ppid, uid_t uid, bool for_match) {
         Entry *e;
 
@@ -56,13 +72,13 @@ Entry *entry_new(Watcher *w, pid_t pid, uint64_t start_time, pid_t ppid, uid_t u
          * match may take the place of one of its user's own candidates, not more. Root's
          * matches are not counted against it: root needs no npu-tuned to take the host. */
         if (watcher_budget_count(w, uid) >= watcher_budget_per_uid(w) &&
-            (!for_match || (uid != 0 && watcher_budget_evict(w, &uid) < 0))) {
+            (!for_match || (uid != 0 && entry_evict(w, &uid) < 0))) {
                 w->stats.skipped_budget++;
                 if (for_match)
                         watcher_budget_warn_refused(w, uid, pid);
                 return NULL;
         }
-        if (w->stats.candidates >= w->params.max_managed && (!for_match || watcher_budget_evict(w, NULL) < 0)) {
+        if (w->stats.candidates >= w->params.max_managed && (!for_match || entry_evict(w, NULL) < 0)) {
                 w->stats.skipped_full++;
                 return NULL;
         }
@@ -90,6 +106,20 @@ Entry *entry_new(Watcher *w, pid_t pid, uint64_t start_time, pid_t ppid, uid_t u
         }
         w->stats.candidates++;
         return e;
+}
+
+/* Public (watcher.h), but here with the release that logs it: the lowest file that needs
+ * the names, so that no file calls up for them. */
+static const char *const exit_reason_names[_WATCHER_EXIT_REASON_MAX] = {
+        [WATCHER_EXIT_EXITED] = "exited",
+        [WATCHER_EXIT_UNMATCHED] = "unmatched",
+        [WATCHER_EXIT_PID_REUSED] = "pid-reused",
+        [WATCHER_EXIT_STOP] = "stop",
+        [WATCHER_EXIT_RELEASED] = "released",
+};
+
+const char *watcher_exit_reason_to_string(watcher_exit_reason r) {
+        return r >= 0 && r < _WATCHER_EXIT_REASON_MAX ? exit_reason_names[r] : NULL;
 }
 
 static void log_release(Entry *e, watcher_exit_reason reason) {

@@ -2,8 +2,32 @@
 #pragma once
 
 /* The process watcher's insides, shared by its files (one per role, see
- * docs/process-watcher.md); nothing outside daemon/watcher-*.c includes this. The public
- * interface is watcher.h. */
+ * docs/process-watcher.md); nothing outside daemon/watcher/ includes this but
+ * tests/test-watcher-events.c. The public interface is watcher.h.
+ *
+ * The files call one way: each uses only files before it here, so that each can be read,
+ * and changed, knowing only those below it. A lower file that needs a higher one to act
+ * says so through data instead (a source it enables, a victim it returns, the next
+ * process it hands out), or the event loop calls the handler, which lives in the file of
+ * its role. tests/watcher-file-order.py checks the compiled files against this list
+ * (test watcher-file-order).
+ *
+ * Order (lowest first):
+ *   proc-connector.c       the kernel's event stream; calls back through connector_callbacks
+ *   watcher-registry.c     pid -> entry
+ *   watcher-decide.c       the decisions, pure (no I/O)
+ *   watcher-budget.c       entries per user, refused matches: counts and picks, frees nothing
+ *   watcher-entry.c        entries, liveness, release (the consumer's last callback), the
+ *                          exit reasons' names
+ *   watcher-threads.c      a managed process's thread list
+ *   watcher-match.c        evaluate: match, environment, attribution, becoming managed; the
+ *                          retry of refused matches; setting the reconcile timer's time
+ *   watcher-debounce.c     renames folded per process; its timer evaluates
+ *   watcher-reconcile.c    the reconcile timer's handler, device-file retries, the resync
+ *   watcher-events.c       what each connector event means
+ *   watcher-lifecycle.c    the interface of watcher.h: set-up, start, reload, release
+ * The event handlers (debounce, reconcile, events, lifecycle) are the top: they decide when
+ * to evaluate; below them nothing calls watcher_evaluate(). */
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -75,7 +99,8 @@ struct Watcher {
         unsigned n_uid_counts;
         struct { pid_t pid; uint64_t start_time; } *refused; /* matches refused for a full table, oldest first */
         unsigned n_refused;
-        sd_event_source *retry_source; /* re-evaluates them once room frees up (watcher-budget.c) */
+        sd_event_source *retry_source; /* re-evaluates them once room frees up (watcher-match.c; enabled by
+                                        * watcher_budget_room_freed()) */
         struct { pid_t pid; uint64_t start_time; } *comm_pending; /* renames folded (watcher-debounce.c) */
         unsigned n_comm_pending;
         sd_event_source *comm_timer;
@@ -99,6 +124,29 @@ static inline int watcher_cmp_pid(const void *a, const void *b) {
         pid_t x = *(const pid_t *) a, y = *(const pid_t *) b;
         return x < y ? -1 : x > y;
 }
+
+/* Budgets: entries per user, room for a real match (watcher-budget.c). */
+unsigned watcher_budget_per_uid(const Watcher *w);
+unsigned watcher_budget_count(Watcher *w, uid_t uid);
+int watcher_budget_add(Watcher *w, uid_t uid);
+void watcher_budget_remove(Watcher *w, uid_t uid);
+/* A mere candidate to free for a match: of_uid's, or (NULL) the heaviest user's if it has
+ * one. -ENOSPC: none. The caller frees it. */
+int watcher_budget_victim(Watcher *w, const uid_t *of_uid, Entry **ret);
+void watcher_budget_warn_refused(Watcher *w, uid_t uid, pid_t pid);
+/* A match refused because max_managed processes are managed: re-evaluated (oldest first,
+ * as many as there is room for) soon after a managed process goes. Bounded: the oldest
+ * are dropped beyond WATCHER_REFUSED_MAX. */
+void watcher_budget_queue_refused(Watcher *w, pid_t pid, uint64_t start_time);
+/* The next refused match to evaluate again, while there is room: its stat read now, and
+ * its entry if it has one (a candidate with the same start time), else NULL. *done counts
+ * the queued ones taken, 0 at first; false: none left, or no room. The caller evaluates it
+ * (the budget calls nothing above it), then drops those taken with
+ * watcher_budget_refused_done(). */
+bool watcher_budget_refused_next(Watcher *w, unsigned *done, tune_proc_stat *ret, Entry **ret_entry);
+void watcher_budget_refused_done(Watcher *w, unsigned done);
+/* A managed process went: enable w->retry_source if a match waits for room. */
+void watcher_budget_room_freed(Watcher *w);
 
 /* Entries: one per process the watcher knows, and whether it still lives (pidfd, or start time) (watcher-entry.c). */
 void entry_clear_threads(Entry *e);
@@ -124,23 +172,6 @@ Entry *watcher_lookup_managed(Watcher *w, pid_t pid);
 Entry *watcher_lookup_managed_event(Watcher *w, pid_t pid);
 void entry_watch_pidfd(Entry *e);
 
-/* Budgets: entries per user, room for a real match (watcher-budget.c). */
-unsigned watcher_budget_per_uid(const Watcher *w);
-unsigned watcher_budget_count(Watcher *w, uid_t uid);
-int watcher_budget_add(Watcher *w, uid_t uid);
-void watcher_budget_remove(Watcher *w, uid_t uid);
-int watcher_budget_evict(Watcher *w, const uid_t *of_uid);
-void watcher_budget_warn_refused(Watcher *w, uid_t uid, pid_t pid);
-/* A match refused because max_managed processes are managed: re-evaluated (oldest first,
- * as many as there is room for) soon after a managed process goes. Bounded: the oldest
- * are dropped beyond WATCHER_REFUSED_MAX. */
-void watcher_budget_queue_refused(Watcher *w, pid_t pid, uint64_t start_time);
-void watcher_budget_room_freed(Watcher *w);
-
-/* Renames: true when e's re-evaluation is folded into one at the end of its debounce
- * window (the caller then does nothing now) (watcher-debounce.c). */
-bool watcher_comm_debounce(Watcher *w, Entry *e);
-
 /* Threads: the thread list of a managed process against /proc/PID/task (watcher-threads.c). */
 /* Whether the names of e's threads are read (and so its threads' renames found at a
  * reconcile): where its rule's roles take threads by name, or the consumer asked for all.
@@ -151,6 +182,8 @@ void entry_emit_thread_exit(Entry *e, managed_thread *t);
 int entry_threads_sync(Entry *e, bool emit);
 
 /* Matching, environment, attribution: a process against the rules, and what changed on re-evaluation (watcher-match.c). */
+/* Wake the reconcile timer by due, if it is not due earlier. */
+void watcher_timer_schedule(Watcher *w, uint64_t due);
 void entry_device_check_schedule(Entry *e, uint64_t now);
 void watcher_evaluate(Watcher *w, Entry *e, const tune_proc_stat *st, const char *comm, eval_why why);
 /* pidfd: one opened for st->pid before st was read (handle_exec()), taken if the process
@@ -159,10 +192,15 @@ void watcher_evaluate_facts(Watcher *w, Entry *e, const tune_proc_stat *st, tune
                             eval_why why);
 void entry_device_check(Entry *e);
 
-/* Event dispatch: what each proc connector event means for the processes the watcher knows (watcher-events.c). */
-void watcher_on_event(Connector *c, const struct proc_event *ev, void *userdata);
+/* Renames: true when e's re-evaluation is folded into one at the end of its debounce
+ * window (the caller then does nothing now) (watcher-debounce.c). */
+bool watcher_comm_debounce(Watcher *w, Entry *e);
 
 /* Timers: the periodic reconcile, device-file retries, and the resync after lost events (watcher-reconcile.c). */
-void watcher_timer_schedule(Watcher *w, uint64_t due);
+/* The reconcile timer, off (watcher_new()); watcher_timer_schedule() sets its time. */
+int watcher_reconcile_timer_new(Watcher *w);
 void watcher_resync(Watcher *w);
 void watcher_on_lost(Connector *c, void *userdata);
+
+/* Event dispatch: what each proc connector event means for the processes the watcher knows (watcher-events.c). */
+void watcher_on_event(Connector *c, const struct proc_event *ev, void *userdata);

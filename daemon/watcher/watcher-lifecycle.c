@@ -9,18 +9,6 @@
 #include "log.h"
 #include "watcher-internal.h"
 
-static const char *const exit_reason_names[_WATCHER_EXIT_REASON_MAX] = {
-        [WATCHER_EXIT_EXITED] = "exited",
-        [WATCHER_EXIT_UNMATCHED] = "unmatched",
-        [WATCHER_EXIT_PID_REUSED] = "pid-reused",
-        [WATCHER_EXIT_STOP] = "stop",
-        [WATCHER_EXIT_RELEASED] = "released",
-};
-
-const char *watcher_exit_reason_to_string(watcher_exit_reason r) {
-        return r >= 0 && r < _WATCHER_EXIT_REASON_MAX ? exit_reason_names[r] : NULL;
-}
-
 void watcher_params_from_policy(const tune_policy *p, watcher_params *ret) {
         *ret = (watcher_params){};
         if (p) {
@@ -60,6 +48,9 @@ int watcher_new(sd_event *e, const tune_ctx *ctx, const tune_accels *accels, con
         r = tune_attribution_env_names(policy, &w->env_names, &w->n_env_names);
         if (r < 0)
                 return r;
+        r = watcher_reconcile_timer_new(w);
+        if (r < 0) /* as before, when the first schedule made it: the watcher works without */
+                log_warning_errno(r, "Failed to arm the reconcile timer, reconciling on events only: %m");
         *ret = TAKE_PTR(w);
         return 0;
 }

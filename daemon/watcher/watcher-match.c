@@ -16,6 +16,16 @@
 #define SYS_pidfd_open 434
 #endif
 
+/* Here, with the matches that first need it, and not with the timer's handler
+ * (watcher-reconcile.c, which made the timer): setting a time calls nothing up. */
+void watcher_timer_schedule(Watcher *w, uint64_t due) {
+        if (due == 0 || !w->timer || (w->timer_due_usec != 0 && w->timer_due_usec <= due))
+                return;
+        (void) sd_event_source_set_time(w->timer, due);
+        (void) sd_event_source_set_enabled(w->timer, SD_EVENT_ONESHOT);
+        w->timer_due_usec = due;
+}
+
 void entry_device_check_schedule(Entry *e, uint64_t now) {
         Watcher *w = e->w;
 
@@ -252,6 +262,37 @@ static int entry_manage(Entry *e, int *pidfd, bool at_exec) {
         return 0;
 }
 
+/* The matches refused for a full table, evaluated again once room frees up: enabled by
+ * watcher_budget_room_freed(), which picks no process itself. Here, beside the evaluation,
+ * so that the budget never calls up into it. */
+static int on_retry(sd_event_source *s, void *userdata) {
+        Watcher *w = userdata;
+        unsigned done = 0;
+        tune_proc_stat st;
+        Entry *e;
+
+        while (watcher_budget_refused_next(w, &done, &st, &e)) {
+                w->stats.retried++;
+                watcher_evaluate(w, e, &st, NULL, EVAL_SCAN);
+        }
+        watcher_budget_refused_done(w, done);
+        return 0;
+}
+
+/* A match refused for a full table: queued, and the source that retries it made, off
+ * until a managed process goes. */
+static void entry_queue_refused(Entry *e) {
+        Watcher *w = e->w;
+
+        watcher_budget_queue_refused(w, e->p.pid, e->p.start_time);
+        if (w->retry_source || !w->event)
+                return;
+        if (sd_event_add_defer(w->event, &w->retry_source, on_retry, w) < 0)
+                return;
+        (void) sd_event_source_set_enabled(w->retry_source, SD_EVENT_OFF); /* a defer source starts on */
+        (void) sd_event_source_set_description(w->retry_source, "watcher-retry-refused");
+}
+
 /* watcher_evaluate() with the facts of st->pid already (partly) loaded, as an exec's
  * first look left them; takes *facts over. */
 void watcher_evaluate_facts(Watcher *w, Entry *e, const tune_proc_stat *st, tune_proc_facts *facts, int *pidfd,
@@ -317,7 +358,7 @@ void watcher_evaluate_facts(Watcher *w, Entry *e, const tune_proc_stat *st, tune
                 int r = entry_manage(e, pidfd, why == EVAL_EXEC);
                 entry_drop_status(e);
                 if (r == -ENOSPC)
-                        watcher_budget_queue_refused(w, e->p.pid, e->p.start_time);
+                        entry_queue_refused(e);
                 if (r < 0) {
                         e->p.rule = NULL;
                         /* Gone, or no room: keep it only if it may be worth it later. */

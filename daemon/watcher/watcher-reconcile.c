@@ -9,27 +9,6 @@
 #include "log.h"
 #include "watcher-internal.h"
 
-static int watcher_on_timer(sd_event_source *s, uint64_t usec, void *userdata);
-
-void watcher_timer_schedule(Watcher *w, uint64_t due) {
-        int r;
-
-        if (due == 0 || (w->timer_due_usec != 0 && w->timer_due_usec <= due))
-                return;
-        if (!w->timer) {
-                r = sd_event_add_time(w->event, &w->timer, CLOCK_MONOTONIC, due, 50 * 1000, watcher_on_timer, w);
-                if (r < 0) {
-                        log_warning_errno(r, "Failed to arm the reconcile timer, reconciling on events only: %m");
-                        return;
-                }
-                (void) sd_event_source_set_description(w->timer, "watcher-reconcile");
-        } else {
-                (void) sd_event_source_set_time(w->timer, due);
-                (void) sd_event_source_set_enabled(w->timer, SD_EVENT_ONESHOT);
-        }
-        w->timer_due_usec = due;
-}
-
 static uint64_t entry_due(const Entry *e) {
         if (e->next_device_usec && e->next_device_usec < e->next_reconcile_usec)
                 return e->next_device_usec;
@@ -101,6 +80,21 @@ static int watcher_on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                 watcher_timer_schedule(w, next);
         else
                 (void) sd_event_source_set_enabled(w->timer, SD_EVENT_OFF); /* idle: no wake-ups */
+        return 0;
+}
+
+/* Made once, with the watcher, and off until something falls due: the files below this
+ * one (a match, a device-file retry) only set its time (watcher_timer_schedule()), and the
+ * loop brings it here, where a process may be evaluated again. Not made by the first
+ * schedule: that file would then name this handler, a call up. */
+int watcher_reconcile_timer_new(Watcher *w) {
+        int r;
+
+        r = sd_event_add_time(w->event, &w->timer, CLOCK_MONOTONIC, 0, 50 * 1000, watcher_on_timer, w);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_enabled(w->timer, SD_EVENT_OFF); /* idle: no wake-ups */
+        (void) sd_event_source_set_description(w->timer, "watcher-reconcile");
         return 0;
 }
 
