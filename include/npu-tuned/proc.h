@@ -58,6 +58,23 @@ typedef struct tune_creds {
 /* Pure: the Uid, Gid and Groups lines of /proc/PID/status. -EBADMSG when absent. */
 int tune_parse_creds(const char *text, tune_creds *ret);
 
+/* How /proc is mounted for other users (proc(5), hidepid= and gid=): whom a process's
+ * /proc/PID shows to. */
+typedef enum tune_proc_hidepid {
+        TUNE_PROC_HIDEPID_OFF = 0,        /* everyone sees every process */
+        TUNE_PROC_HIDEPID_NOACCESS = 1,   /* others' directories show, their files do not */
+        TUNE_PROC_HIDEPID_INVISIBLE = 2,  /* others' directories are hidden */
+        TUNE_PROC_HIDEPID_PTRACEABLE = 4, /* only what the reader may ptrace shows */
+} tune_proc_hidepid;
+typedef struct tune_proc_visibility {
+        tune_proc_hidepid hidepid;
+        bool has_gid;
+        gid_t gid; /* members of this group see every process */
+} tune_proc_visibility;
+/* Pure: the options of the proc mount on /proc in a mountinfo text. No such mount, or
+ * none of the options: everyone sees everything (what /proc shows by default). */
+int tune_parse_proc_visibility(const char *mountinfo, tune_proc_visibility *ret);
+
 /* /proc/PID/cgroup: the cgroup v2 path (the "0::" line). -ENOENT when there is none
  * (cgroup v1 only). */
 int tune_parse_proc_cgroup(const char *text, char **ret);
@@ -113,6 +130,9 @@ int tune_proc_read_cgroup(const tune_ctx *ctx, pid_t pid, char **ret);
 int tune_proc_list_tasks(const tune_ctx *ctx, pid_t pid, pid_t **ret, size_t *ret_n);
 /* The process ids in /proc, sorted. */
 int tune_proc_list_pids(const tune_ctx *ctx, pid_t **ret, size_t *ret_n);
+/* tune_parse_proc_visibility() of this process's /proc/self/mountinfo below ctx; a root
+ * without one (a fake tree) shows everything. */
+int tune_proc_read_visibility(const tune_ctx *ctx, tune_proc_visibility *ret);
 
 /* The device numbers (st_rdev) of the character devices the process holds open, sorted,
  * without duplicates. stat() follows /proc/PID/fd/N to the real file, which is only

@@ -384,3 +384,48 @@ bool tune_utf8_clean(const char *s) {
         }
         return true;
 }
+
+int tune_parse_proc_visibility(const char *mountinfo, tune_proc_visibility *ret) {
+        tune_proc_visibility v = { .hidepid = TUNE_PROC_HIDEPID_OFF };
+
+        /* "36 25 0:21 / /proc rw,nosuid - proc proc rw,hidepid=invisible,gid=4": the mount
+         * point is the fifth field; the super block's options follow the fs type and
+         * source after " - ". The last mount on /proc is the one that shows. */
+        for (const char *line = mountinfo; line && *line;) {
+                const char *eol = strchrnul(line, '\n'), *sep = NULL;
+                char mnt[16] = "", type[16] = "", opts[256] = "";
+
+                for (const char *p = line; p + 3 <= eol; p++)
+                        if (memcmp(p, " - ", 3) == 0) {
+                                sep = p;
+                                break;
+                        }
+                if (sep && sscanf(line, "%*s %*s %*s %*s %15s", mnt) == 1 && streq(mnt, "/proc") &&
+                    sscanf(sep + 3, "%15s %*s %255s", type, opts) == 2 && streq(type, "proc")) {
+                        v = (tune_proc_visibility) { .hidepid = TUNE_PROC_HIDEPID_OFF };
+                        for (char *o = opts, *next; o; o = next) {
+                                next = strchr(o, ',');
+                                if (next)
+                                        *next++ = 0;
+                                if (startswith_lit(o, "hidepid=")) {
+                                        const char *h = o + strlen("hidepid=");
+                                        if (streq(h, "1") || streq(h, "noaccess"))
+                                                v.hidepid = TUNE_PROC_HIDEPID_NOACCESS;
+                                        else if (streq(h, "2") || streq(h, "invisible"))
+                                                v.hidepid = TUNE_PROC_HIDEPID_INVISIBLE;
+                                        else if (streq(h, "4") || streq(h, "ptraceable"))
+                                                v.hidepid = TUNE_PROC_HIDEPID_PTRACEABLE;
+                                } else if (startswith_lit(o, "gid=")) {
+                                        long g;
+                                        if (tune_parse_int(o + strlen("gid="), 0, UINT32_MAX - 1, &g) >= 0) {
+                                                v.has_gid = true;
+                                                v.gid = (gid_t) g;
+                                        }
+                                }
+                        }
+                }
+                line = *eol ? eol + 1 : eol;
+        }
+        *ret = v;
+        return 0;
+}

@@ -367,3 +367,20 @@ int tune_read_rdev(const tune_ctx *ctx, const char *path, dev_t *ret) {
         *ret = st.st_rdev;
         return 0;
 }
+
+int tune_proc_read_visibility(const tune_ctx *ctx, tune_proc_visibility *ret) {
+        _cleanup_free_ char *text = NULL;
+        size_t len;
+        int r;
+
+        /* Bounded like any /proc read; the mount table is root's, and what is cut past
+         * 1 MiB would only be mounts made later than /proc. */
+        r = tune_read_prefix(ctx, "/proc/self/mountinfo", 1024 * 1024, &text, &len, NULL);
+        if (r == -ENOENT) {
+                *ret = (tune_proc_visibility) { .hidepid = TUNE_PROC_HIDEPID_OFF };
+                return 0;
+        }
+        if (r < 0)
+                return r;
+        return tune_parse_proc_visibility(text, ret);
+}
