@@ -114,6 +114,7 @@ static int aspm_path_of(const char *id, char *buf, size_t size) {
 
 const tune_knob_backend tune_knob_aspm = {
         .name = "aspm",
+        .kind = TUNE_KNOB_KIND_ASPM,
         .plan = aspm_plan,
         .read = tune_knob_file_read,
         .write = tune_knob_file_write,

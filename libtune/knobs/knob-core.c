@@ -227,7 +227,9 @@ int tune_knob_plan_add(tune_knob_plan *p, const tune_knob_backend *b, const char
                 p->cap = cap;
         }
         it = &p->items[p->n];
-        *it = (tune_knob_item){ .backend = b, .cpu = cpu, .format = format, .outcome = TUNE_KNOB_PLANNED };
+        *it = (tune_knob_item){
+                .backend = b, .cpu = cpu, .format = format, .irq = -1, .accel = -1, .outcome = TUNE_KNOB_PLANNED
+        };
         it->id = strdup(id);
         it->path = strdup(path);
         if (!it->id || !it->path) {
@@ -266,8 +268,10 @@ int tune_knob_item_skip(tune_knob_item *item, int error, const char *fmt, ...) {
         return 0;
 }
 
-int tune_knob_plan_note(tune_knob_plan *p, const char *backend, int error, const char *fmt, ...) {
-        va_list ap;
+static int plan_vnote(tune_knob_plan *p, const char *backend, tune_knob_note_kind kind, int error, const char *fmt,
+                      va_list ap) _printf_(5, 0);
+static int plan_vnote(tune_knob_plan *p, const char *backend, tune_knob_note_kind kind, int error, const char *fmt,
+                      va_list ap) {
         char *s;
         int r;
 
@@ -279,13 +283,32 @@ int tune_knob_plan_note(tune_knob_plan *p, const char *backend, int error, const
                 p->notes = n;
                 p->cap_notes = cap;
         }
-        va_start(ap, fmt);
         r = vformat(&s, fmt, ap);
-        va_end(ap);
         if (r < 0)
                 return r;
-        p->notes[p->n_notes++] = (tune_knob_note){ .backend = backend, .error = error, .message = s };
+        p->notes[p->n_notes++] = (tune_knob_note){ .backend = backend, .kind = kind, .error = error, .message = s };
         return 0;
+}
+
+int tune_knob_plan_note(tune_knob_plan *p, const char *backend, int error, const char *fmt, ...) {
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = plan_vnote(p, backend, TUNE_KNOB_NOTE_PLAIN, error, fmt, ap);
+        va_end(ap);
+        return r;
+}
+
+int tune_knob_plan_note_kind(tune_knob_plan *p, const char *backend, tune_knob_note_kind kind, int error,
+                             const char *fmt, ...) {
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = plan_vnote(p, backend, kind, error, fmt, ap);
+        va_end(ap);
+        return r;
 }
 
 int tune_knob_file_read(const tune_ctx *ctx, const char *path, int cpu, tune_knob_format format, char **ret) {

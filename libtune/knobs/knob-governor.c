@@ -449,6 +449,7 @@ static int governor_path_of(const char *id, char *buf, size_t size) {
 
 const tune_knob_backend tune_knob_cpufreq = {
         .name = "cpufreq",
+        .kind = TUNE_KNOB_KIND_CPUFREQ,
         .plan = governor_plan,
         .read = governor_read,
         .write = governor_write,

@@ -48,6 +48,7 @@ static int thp_path_of(const char *id, char *buf, size_t size) {
 
 const tune_knob_backend tune_knob_thp = {
         .name = "thp",
+        .kind = TUNE_KNOB_KIND_THP,
         .plan = thp_plan,
         .read = tune_knob_file_read,
         .write = tune_knob_file_write,
