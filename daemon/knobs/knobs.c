@@ -602,29 +602,44 @@ const tune_knob_plan *knobs_get_plan(const Knobs *k) {
         return k ? &k->plan : &empty;
 }
 
-const char *knobs_item_status(const Knobs *k, const tune_knob_item *it, const char **ret_note) {
-        const char *note = NULL, *status;
+const char *knob_status_to_string(knob_status s) {
+        /* The words of the bus API (units/org.nputuned1.Manager.xml): never reword one. */
+        static const char *const words[_KNOB_STATUS_MAX] = {
+                [KNOB_STATUS_APPLIED] = "applied",
+                [KNOB_STATUS_ALREADY] = "already",
+                [KNOB_STATUS_NOT_OWNED] = "not-owned",
+                [KNOB_STATUS_CHANGED_BY_OTHER] = "changed-by-other",
+                [KNOB_STATUS_SKIPPED] = "skipped",
+                [KNOB_STATUS_REFUSED] = "refused",
+                [KNOB_STATUS_PLANNED] = "planned",
+        };
+        return (unsigned) s < _KNOB_STATUS_MAX ? words[s] : "unknown";
+}
+
+knob_status knobs_item_status(const Knobs *k, const tune_knob_item *it, const char **ret_note) {
+        const char *note = NULL;
+        knob_status status;
 
         switch (it->outcome) {
         case TUNE_KNOB_PLANNED:
-                status = "planned"; /* --dry-run, or the journal could not be written */
+                status = KNOB_STATUS_PLANNED; /* --dry-run, or the journal could not be written */
                 break;
         case TUNE_KNOB_SKIPPED:
-                status = "skipped";
+                status = KNOB_STATUS_SKIPPED;
                 note = it->skip_reason;
                 break;
         case TUNE_KNOB_REFUSED:
-                status = "refused";
+                status = KNOB_STATUS_REFUSED;
                 note = tune_knob_refusal_reason(it->backend->name, it->id, it->error);
                 break;
         default:
                 if (!item_owned(k, it))
                         /* held the desired value already and nothing of ours to give back */
-                        status = it->outcome == TUNE_KNOB_ALREADY ? "already" : "not-owned";
+                        status = it->outcome == TUNE_KNOB_ALREADY ? KNOB_STATUS_ALREADY : KNOB_STATUS_NOT_OWNED;
                 else if (k->drift_logged && k->drift_logged[it - k->plan.items])
-                        status = "changed-by-other";
+                        status = KNOB_STATUS_CHANGED_BY_OTHER;
                 else /* written by this run, or before a reload (the knob already held it then) */
-                        status = "applied";
+                        status = KNOB_STATUS_APPLIED;
                 break;
         }
         if (ret_note)
