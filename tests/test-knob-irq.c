@@ -225,7 +225,7 @@ static int child_refused(void *arg) {
         const tune_knob_item *i0 = knob_test_item(t, "irq/0");
         if (i0->outcome != TUNE_KNOB_REFUSED || i0->error != -EPERM)
                 return 30;
-        if (!strstr(tune_knob_refusal_reason("irq", "irq/0", i0->error), "managed IRQ"))
+        if (!strstr(tune_knob_refusal_reason(&tune_knob_irq, "irq/0", i0->error), "managed IRQ"))
                 return 31;
         if (knob_test_item(t, "irq/1")->outcome != TUNE_KNOB_APPLIED)
                 return 32;

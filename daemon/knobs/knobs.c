@@ -145,7 +145,7 @@ static void log_item(const tune_knob_item *it, bool reload) {
                 break;
         case TUNE_KNOB_REFUSED:
                 log_full(irq ? LOG_DEBUG : LOG_WARNING, "%s%s%s%s: the kernel refused \"%s\": %s", it->id, sep, label,
-                         end, or_none(it->desired), tune_knob_refusal_reason(it->backend->name, it->id, it->error));
+                         end, or_none(it->desired), tune_knob_refusal_reason(it->backend, it->id, it->error));
                 break;
         case TUNE_KNOB_PLANNED:
                 break;
@@ -155,12 +155,13 @@ static void log_item(const tune_knob_item *it, bool reload) {
 static void on_restored(const tune_journal_entry *e, tune_restore_outcome o, int error, const char *current,
                         void *userdata) {
         test_hooks *hooks = userdata;
+        /* The journal names the backend as data; what the code compares is its kind. NULL:
+         * a backend this npu-tuned does not know (then restore failed). */
+        const tune_knob_backend *b = tune_knob_backend_by_name(e->backend);
 
         switch (o) {
         case TUNE_RESTORE_WRITTEN:
-                /* The journal names the backend as data; what the code compares is its kind. */
-                event_knob_changed(hooks ? hooks->events : NULL, tune_knob_backend_by_name(e->backend), e->id, NULL,
-                                   e->path, NULL, e->original, true);
+                event_knob_changed(hooks ? hooks->events : NULL, b, e->id, NULL, e->path, NULL, e->original, true);
                 break;
         case TUNE_RESTORE_UNCHANGED:
                 log_debug("%s: already holds its original \"%s\".", e->id, e->original);
@@ -175,7 +176,7 @@ static void on_restored(const tune_journal_entry *e, tune_restore_outcome o, int
                 break;
         case TUNE_RESTORE_FAILED:
                 log_warning_errno(error, "%s: failed to restore \"%s\" (%s); kept in the journal for the next --restore.",
-                                  e->id, e->original, tune_knob_refusal_reason(e->backend, e->id, error));
+                                  e->id, e->original, tune_knob_refusal_reason(b, e->id, error));
                 break;
         case TUNE_RESTORE_REFUSED:
                 log_error_errno(error, "%s: the journal names %s, %s: nothing written, kept in the journal; inspect it "
@@ -630,7 +631,7 @@ knob_status knobs_item_status(const Knobs *k, const tune_knob_item *it, const ch
                 break;
         case TUNE_KNOB_REFUSED:
                 status = KNOB_STATUS_REFUSED;
-                note = tune_knob_refusal_reason(it->backend->name, it->id, it->error);
+                note = tune_knob_refusal_reason(it->backend, it->id, it->error);
                 break;
         default:
                 if (!item_owned(k, it))

@@ -156,9 +156,10 @@ extern const tune_knob_backend tune_knob_numa_balancing;
 
 /* NULL if unknown. */
 const tune_knob_backend *tune_knob_backend_by_name(const char *name) _pure_;
-/* Why the kernel refuses a write to a knob, in words for reports: "a managed IRQ (the
- * kernel places it)", "the firmware keeps ASPM control", ... or strerror. */
-const char *tune_knob_refusal_reason(const char *backend, const char *id, int error);
+/* Why the kernel refuses a write to a knob of backend b (NULL: unknown), in words for
+ * reports: "a managed IRQ (the kernel places it)", "the firmware keeps ASPM control", ...
+ * or strerror. */
+const char *tune_knob_refusal_reason(const tune_knob_backend *b, const char *id, int error);
 
 int tune_knob_item_read(const tune_ctx *ctx, const tune_knob_item *item, char **ret);
 int tune_knob_item_write(const tune_ctx *ctx, const tune_knob_item *item, const char *value);

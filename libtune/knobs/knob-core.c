@@ -138,19 +138,21 @@ const tune_knob_backend *tune_knob_backend_by_name(const char *name) {
         return NULL;
 }
 
-const char *tune_knob_refusal_reason(const char *backend, const char *id, int error) {
+const char *tune_knob_refusal_reason(const tune_knob_backend *b, const char *id, int error) {
+        const tune_knob_kind kind = b ? b->kind : _TUNE_KNOB_KIND_MAX; /* unknown: no kind matches */
+
         if (error == -EACCES)
                 return "permission denied (missing capability, or a mount or unit setting such as "
                        "ProtectKernelTunables= keeps it read-only)";
         if (error == -EROFS)
                 return "read-only file system (ProtectSystem=/ProtectKernelTunables= or a read-only mount)";
-        if (backend && streq(backend, "irq") && (error == -EIO || error == -EPERM))
+        if (kind == TUNE_KNOB_KIND_IRQ && (error == -EIO || error == -EPERM))
                 return "a managed IRQ: the kernel places it, affinity cannot be changed";
-        if (backend && streq(backend, "irq") && error == -EINVAL)
+        if (kind == TUNE_KNOB_KIND_IRQ && error == -EINVAL)
                 return "the kernel rejected the mask (no usable online CPU in it for this IRQ)";
-        if (backend && streq(backend, "aspm") && id && streq(id, "aspm/policy") && error == -EPERM)
+        if (kind == TUNE_KNOB_KIND_ASPM && id && streq(id, "aspm/policy") && error == -EPERM)
                 return "the firmware keeps ASPM control (the kernel refuses policy changes)";
-        if (backend && streq(backend, "cpufreq") && (error == -EINVAL || error == -ENODEV))
+        if (kind == TUNE_KNOB_KIND_CPUFREQ && (error == -EINVAL || error == -ENODEV))
                 return "the cpufreq driver rejected the governor";
         return strerror(-error);
 }
