@@ -27,7 +27,7 @@ from knobtest import expect, fail  # noqa: E402
 
 exe = sys.argv[1]
 SRC = os.environ.get("NPU_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), "..", ".."))
-IDS = dict(re.findall(r'#define NPU_MESSAGE_(\w+) "([0-9a-f]{32})"', open(os.path.join(SRC, "daemon", "events.h")).read()))
+IDS = dict(re.findall(r'#define NPU_MESSAGE_(\w+) "([0-9a-f]{32})"', open(os.path.join(SRC, "daemon", "events", "events.h")).read()))
 
 
 def parse(datagram):
