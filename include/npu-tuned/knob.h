@@ -168,10 +168,8 @@ int tune_knob_item_write(const tune_ctx *ctx, const tune_knob_item *item, const 
 int tune_knob_plan_add(tune_knob_plan *p, const tune_knob_backend *b, const char *id, const char *path, int cpu,
                        tune_knob_format format, tune_knob_item **ret);
 int tune_knob_item_skip(tune_knob_item *item, int error, const char *fmt, ...) _printf_(3, 4);
-int tune_knob_plan_note(tune_knob_plan *p, const char *backend, int error, const char *fmt, ...) _printf_(4, 5);
-/* The same, for a note the daemon acts on (a kind other than TUNE_KNOB_NOTE_PLAIN). */
-int tune_knob_plan_note_kind(tune_knob_plan *p, const char *backend, tune_knob_note_kind kind, int error,
-                             const char *fmt, ...) _printf_(5, 6);
+int tune_knob_plan_note(tune_knob_plan *p, const char *backend, tune_knob_note_kind kind, int error, const char *fmt,
+                        ...) _printf_(5, 6);
 /* Add a file knob: read it, validate desired against what the file offers (SELECTED), see
  * that it is writable (a file without write permission bits is read-only in sysfs/procfs,
  * e.g. a managed IRQ), and record why not. The item is returned for a label. */

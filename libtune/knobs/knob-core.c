@@ -270,10 +270,9 @@ int tune_knob_item_skip(tune_knob_item *item, int error, const char *fmt, ...) {
         return 0;
 }
 
-static int plan_vnote(tune_knob_plan *p, const char *backend, tune_knob_note_kind kind, int error, const char *fmt,
-                      va_list ap) _printf_(5, 0);
-static int plan_vnote(tune_knob_plan *p, const char *backend, tune_knob_note_kind kind, int error, const char *fmt,
-                      va_list ap) {
+int tune_knob_plan_note(tune_knob_plan *p, const char *backend, tune_knob_note_kind kind, int error, const char *fmt,
+                        ...) {
+        va_list ap;
         char *s;
         int r;
 
@@ -285,32 +284,13 @@ static int plan_vnote(tune_knob_plan *p, const char *backend, tune_knob_note_kin
                 p->notes = n;
                 p->cap_notes = cap;
         }
+        va_start(ap, fmt);
         r = vformat(&s, fmt, ap);
+        va_end(ap);
         if (r < 0)
                 return r;
         p->notes[p->n_notes++] = (tune_knob_note){ .backend = backend, .kind = kind, .error = error, .message = s };
         return 0;
-}
-
-int tune_knob_plan_note(tune_knob_plan *p, const char *backend, int error, const char *fmt, ...) {
-        va_list ap;
-        int r;
-
-        va_start(ap, fmt);
-        r = plan_vnote(p, backend, TUNE_KNOB_NOTE_PLAIN, error, fmt, ap);
-        va_end(ap);
-        return r;
-}
-
-int tune_knob_plan_note_kind(tune_knob_plan *p, const char *backend, tune_knob_note_kind kind, int error,
-                             const char *fmt, ...) {
-        va_list ap;
-        int r;
-
-        va_start(ap, fmt);
-        r = plan_vnote(p, backend, kind, error, fmt, ap);
-        va_end(ap);
-        return r;
 }
 
 int tune_knob_file_read(const tune_ctx *ctx, const char *path, int cpu, tune_knob_format format, char **ret) {
@@ -426,7 +406,8 @@ int tune_knobs_plan(const tune_ctx *ctx, const tune_knob_plan_input *in, tune_kn
                         tune_knob_plan_done(&p);
                         return r;
                 }
-                if (r < 0 && tune_knob_plan_note(&p, backends[i]->name, r, "cannot plan: %s", strerror(-r)) < 0) {
+                if (r < 0 && tune_knob_plan_note(&p, backends[i]->name, TUNE_KNOB_NOTE_PLAIN, r, "cannot plan: %s",
+                                                     strerror(-r)) < 0) {
                         tune_knob_plan_done(&p);
                         return -ENOMEM;
                 }

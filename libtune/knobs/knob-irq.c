@@ -365,16 +365,17 @@ static int irq_plan_run(irq_plan *ip) {
         int pid, r;
 
         if (!tune_exists(ip->ctx, IRQ_DIR))
-                return tune_knob_plan_note(ip->plan, "irq", -ENOENT, "no " IRQ_DIR ": IRQ affinity left alone");
+                return tune_knob_plan_note(ip->plan, "irq", TUNE_KNOB_NOTE_PLAIN, -ENOENT,
+                                           "no " IRQ_DIR ": IRQ affinity left alone");
         r = tune_cpuset_format_list(ip->in->inference_cpus, &inference_list);
         if (r < 0)
                 return r;
         if (tune_irqbalance_find(ip->ctx, &pid) >= 0 && pid > 0) {
-                r = tune_knob_plan_note_kind(ip->plan, "irq", TUNE_KNOB_NOTE_IRQBALANCE_RUNNING, 0,
-                                             "irqbalance is running (pid %d): it will move IRQs back onto the inference "
-                                             "CPUs. Make it cooperate: IRQBALANCE_BANNED_CPULIST=%s in its environment "
-                                             "file (/etc/default/irqbalance or /etc/sysconfig/irqbalance), then restart it",
-                                             pid, *inference_list ? inference_list : "<inference CPUs>");
+                r = tune_knob_plan_note(ip->plan, "irq", TUNE_KNOB_NOTE_IRQBALANCE_RUNNING, 0,
+                                        "irqbalance is running (pid %d): it will move IRQs back onto the inference CPUs. "
+                                        "Make it cooperate: IRQBALANCE_BANNED_CPULIST=%s in its environment file "
+                                        "(/etc/default/irqbalance or /etc/sysconfig/irqbalance), then restart it",
+                                        pid, *inference_list ? inference_list : "<inference CPUs>");
                 if (r < 0)
                         return r;
         }
@@ -395,7 +396,8 @@ static int irq_plan_run(irq_plan *ip) {
         }
         r = list_irqs(ip->ctx, &irqs, &n_irqs);
         if (r < 0)
-                return tune_knob_plan_note(ip->plan, "irq", r, "cannot list " IRQ_DIR ": %s", strerror(-r));
+                return tune_knob_plan_note(ip->plan, "irq", TUNE_KNOB_NOTE_PLAIN, r, "cannot list " IRQ_DIR ": %s",
+                                           strerror(-r));
         for (unsigned i = 0; i < n_irqs; i++) {
                 const tune_accel *a = accel_of_irq(ip, irqs[i]);
                 char id[32], path[64];
