@@ -84,6 +84,40 @@ static void assert_value(const knob_test *t, const char *rel, tune_knob_format f
                 fail_msg("%s shows \"%s\", expected \"%s\"", rel, v, expected);
 }
 
+static knob_status status_of(const Knobs *k, const char *id) {
+        const tune_knob_plan *p = knobs_get_plan(k);
+        const char *note = NULL;
+
+        for (unsigned i = 0; i < p->n; i++)
+                if (streq(p->items[i].id, id)) {
+                        knob_status s = knobs_item_status(k, &p->items[i], &note);
+                        assert_non_null(note);
+                        return s;
+                }
+        fail_msg("no knob %s in the plan", id);
+        return _KNOB_STATUS_MAX;
+}
+
+/* The bus property Knobs says these words; npu-tunectl and scripts read them. Written out
+ * here, not taken from knobs.c, so that rewording one fails this test. */
+static void test_status_words(void **state) {
+        static const struct {
+                knob_status status;
+                const char *word;
+        } words[] = {
+                { KNOB_STATUS_APPLIED, "applied" },     { KNOB_STATUS_ALREADY, "already" },
+                { KNOB_STATUS_NOT_OWNED, "not-owned" }, { KNOB_STATUS_CHANGED_BY_OTHER, "changed-by-other" },
+                { KNOB_STATUS_SKIPPED, "skipped" },     { KNOB_STATUS_REFUSED, "refused" },
+                { KNOB_STATUS_PLANNED, "planned" },
+        };
+
+        assert_int_equal(ELEMENTSOF(words), _KNOB_STATUS_MAX); /* a new status needs its word here */
+        for (size_t i = 0; i < ELEMENTSOF(words); i++)
+                assert_string_equal(knob_status_to_string(words[i].status), words[i].word);
+        assert_string_equal(knob_status_to_string(_KNOB_STATUS_MAX), "unknown");
+        assert_string_equal(knob_status_to_string((knob_status) -1), "unknown");
+}
+
 static void test_start_stop(void **state) {
         daemon_test *d = daemon_test_new("daemon-knobs-start-stop");
         knobs_inputs in = inputs(d, false);
@@ -103,12 +137,15 @@ static void test_start_stop(void **state) {
                 assert_string_equal(tune_journal_find(j, "sysctl/kernel.numa_balancing")->original, "1");
                 assert_null(tune_journal_find(j, "thp/defrag")); /* not asked for: not ours */
         }
+        assert_int_equal(status_of(k, "thp/enabled"), KNOB_STATUS_APPLIED);
+        assert_int_equal(status_of(k, "sysctl/kernel.numa_balancing"), KNOB_STATUS_APPLIED);
 
         assert_int_equal(knobs_stop(k), 0);
         assert_int_equal(restored_events, 2);
         assert_value(d->t, THP "/enabled", TUNE_KNOB_SELECTED, "madvise");
         assert_value(d->t, NB, TUNE_KNOB_PLAIN, "1");
         assert_false(knob_test_journal_exists(d->t));
+        assert_int_equal(status_of(k, "thp/enabled"), KNOB_STATUS_NOT_OWNED); /* given back */
         assert_int_equal(knobs_stop(k), 0); /* nothing left to give back */
         assert_int_equal(restored_events, 2);
         assert_int_equal(drift_events, 0);
@@ -127,6 +164,7 @@ static void test_dry_run(void **state) {
         assert_false(knob_test_journal_exists(d->t));
         assert_false(state_dir_locked(d->state_dir));
         assert_int_equal(applied_events, 0);
+        assert_int_equal(status_of(k, "thp/enabled"), KNOB_STATUS_PLANNED);
         assert_int_equal(knobs_stop(k), 0);
         knobs_free(k);
         daemon_test_free(d);
@@ -207,6 +245,7 @@ static void test_corrupt_journal_leaves_knobs(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_status_words),
                 cmocka_unit_test(test_start_stop),
                 cmocka_unit_test(test_dry_run),
                 cmocka_unit_test(test_state_dir_held_elsewhere),

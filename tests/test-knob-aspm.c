@@ -75,7 +75,7 @@ static int child_firmware_owned(void *arg) {
         const tune_knob_item *p = knob_test_item(t, "aspm/policy");
         if (p->outcome != TUNE_KNOB_REFUSED || p->error != -EPERM)
                 return 40;
-        if (!strstr(tune_knob_refusal_reason("aspm", "aspm/policy", p->error), "firmware"))
+        if (!strstr(tune_knob_refusal_reason(&tune_knob_aspm, "aspm/policy", p->error), "firmware"))
                 return 41;
         /* The links are still tuned. */
         if (knob_test_item(t, "aspm/" NPU0 "/l0s_aspm")->outcome != TUNE_KNOB_APPLIED)

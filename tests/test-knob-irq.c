@@ -93,6 +93,22 @@ static void test_plan_apply_restore(void **state) {
         assert_string_equal(i40->label, "sq_send_trigger_irq of ascend 0 " NPU);
         assert_non_null(knob_test_item(t, "irq/42")); /* named in /proc/interrupts only */
 
+        /* The planner records what it knows as fields, so the daemon never parses the id or
+         * the label back (which IRQs irqbalance is told to leave alone depends on them). */
+        const tune_knob_item *idef = knob_test_item(t, "irq/default"), *i0 = knob_test_item(t, "irq/0");
+        assert_int_equal(idef->backend->kind, TUNE_KNOB_KIND_IRQ);
+        assert_int_equal(idef->irq, -1);
+        assert_int_equal(idef->accel, -1);
+        assert_int_equal(i0->irq, 0);
+        assert_int_equal(i0->accel, -1);
+        assert_int_equal(i4->irq, 4); /* set also on an item that is skipped */
+        assert_int_equal(i40->irq, 40);
+        assert_int_equal(i40->accel, 0);
+        assert_string_equal(t->accels.items[i40->accel].pci, NPU);
+        const tune_knob_item *i42 = knob_test_item(t, "irq/42");
+        assert_int_equal(i42->irq, 42);
+        assert_int_equal(i42->accel, 0);
+
         knob_test_apply(t, NULL);
         assert_mask(t, "proc/irq/default_smp_affinity", "d");
         assert_mask(t, "proc/irq/0/smp_affinity", "d"); /* {0,2,3}: CPU 1 removed, offline 3 kept */
@@ -176,6 +192,8 @@ static void test_irqbalance(void **state) {
         assert_int_equal(pid, 0);
         knob_test_plan(t);
         assert_false(knob_test_has_note(t, "irq", 0));
+        for (unsigned i = 0; i < t->plan.n_notes; i++)
+                assert_int_not_equal(t->plan.notes[i].kind, TUNE_KNOB_NOTE_IRQBALANCE_RUNNING);
 
         /* Another user's process of that name is no irqbalance (it runs as root). */
         char dir[512];
@@ -191,6 +209,12 @@ static void test_irqbalance(void **state) {
         knob_test_plan(t);
         assert_true(knob_test_has_note(t, "irq", 0));
         assert_non_null(strstr(t->plan.notes[0].message, "IRQBALANCE_BANNED_CPULIST=1"));
+        /* The daemon finds this note by its kind: the words may change. */
+        assert_int_equal(t->plan.notes[0].kind, TUNE_KNOB_NOTE_IRQBALANCE_RUNNING);
+        assert_string_equal(t->plan.notes[0].message,
+                            "irqbalance is running (pid 777): it will move IRQs back onto the inference CPUs. Make it "
+                            "cooperate: IRQBALANCE_BANNED_CPULIST=1 in its environment file (/etc/default/irqbalance or "
+                            "/etc/sysconfig/irqbalance), then restart it");
         knob_test_free(t);
 }
 
@@ -201,7 +225,7 @@ static int child_refused(void *arg) {
         const tune_knob_item *i0 = knob_test_item(t, "irq/0");
         if (i0->outcome != TUNE_KNOB_REFUSED || i0->error != -EPERM)
                 return 30;
-        if (!strstr(tune_knob_refusal_reason("irq", "irq/0", i0->error), "managed IRQ"))
+        if (!strstr(tune_knob_refusal_reason(&tune_knob_irq, "irq/0", i0->error), "managed IRQ"))
                 return 31;
         if (knob_test_item(t, "irq/1")->outcome != TUNE_KNOB_APPLIED)
                 return 32;

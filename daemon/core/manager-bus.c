@@ -45,8 +45,8 @@ static const char *manager_state(const Manager *m) {
                 return "dry-run";
         /* A knob the kernel refused, or knobs left alone for want of a journal. */
         for (unsigned i = 0; i < plan->n; i++) {
-                const char *s = knobs_item_status(m->knobs, &plan->items[i], NULL);
-                if (streq(s, "refused") || streq(s, "planned"))
+                knob_status s = knobs_item_status(m->knobs, &plan->items[i], NULL);
+                if (s == KNOB_STATUS_REFUSED || s == KNOB_STATUS_PLANNED)
                         return "degraded";
         }
         return "running";
@@ -122,11 +122,12 @@ static int property_get_knobs(sd_bus *bus, const char *path, const char *interfa
 
         for (unsigned i = 0; r >= 0 && i < plan->n; i++) {
                 const tune_knob_item *it = &plan->items[i];
-                const char *note, *status = knobs_item_status(m->knobs, it, &note);
+                const char *note;
+                knob_status status = knobs_item_status(m->knobs, it, &note);
                 /* original: what a restore writes back (before apply: the value found). */
                 r = sd_bus_message_append(reply, "(ssssss)", it->id, or_empty(it->path),
                                           or_empty(it->original ? it->original : it->current), or_empty(it->desired),
-                                          status, note);
+                                          knob_status_to_string(status), note);
         }
         return r < 0 ? r : sd_bus_message_close_container(reply);
 }

@@ -46,13 +46,13 @@ void event_process_released(const event_sink *sink, const managed_process *mp, c
                 sink->process_released(sink->userdata, mp, reason);
 }
 
-void event_knob_changed(const event_sink *sink, const char *backend, const char *id, const char *label, const char *path,
-                                const char *from, const char *to, bool restored) {
+void event_knob_changed(const event_sink *sink, const tune_knob_backend *backend, const char *id, const char *label,
+                                const char *path, const char *from, const char *to, bool restored) {
         char f_knob[160];
 
         snprintf(f_knob, sizeof f_knob, "NPU_TUNED_KNOB=%s", id);
         const char *const fields[] = { f_knob, NULL };
-        int level = streq(backend, "irq") ? LOG_DEBUG : LOG_INFO;
+        int level = backend && backend->kind == TUNE_KNOB_KIND_IRQ ? LOG_DEBUG : LOG_INFO;
         if (restored)
                 log_struct(level, NPU_MESSAGE_KNOB_APPLIED, fields, "%s: restored \"%s\".", id, to);
         else

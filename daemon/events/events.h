@@ -18,6 +18,7 @@
 #define NPU_MESSAGE_KNOB_CHANGED_BY_OTHER "5f3dc8aa2576446f9047b52299dd3d60"
 #define NPU_MESSAGE_POLICY_RELOADED "ce4d4d6e5a9c4a40bd901f3a61327f8a"
 
+#include "npu-tuned/knob.h"
 #include "npu-tuned/plan.h"
 #include "npu-tuned/process.h"
 
@@ -35,9 +36,9 @@ typedef struct event_sink {
 void event_process_placed(const event_sink *sink, const managed_process *mp, const tune_plan *pl, const char *container);
 void event_process_released(const event_sink *sink, const managed_process *mp, const char *reason);
 /* A knob now holds to because npu-tuned wrote it: applied (from: the value before, label:
- * may be NULL) or restored (its original). IRQs are logged at debug level: they come by
- * the hundred (knobs.c sums them up). */
-void event_knob_changed(const event_sink *sink, const char *backend, const char *id, const char *label,
+ * may be NULL) or restored (its original). backend: the knob's (NULL: unknown); IRQs are
+ * logged at debug level: they come by the hundred (knobs.c sums them up). */
+void event_knob_changed(const event_sink *sink, const tune_knob_backend *backend, const char *id, const char *label,
                                 const char *path, const char *from, const char *to, bool restored);
 /* Someone else wrote a knob npu-tuned owns; reassert: the policy says write ours again. */
 void event_knob_drift(const event_sink *sink, const char *id, const char *path, const char *expected,

@@ -59,7 +59,11 @@ static const char *or_none(const char *s) {
 
 /* The plan's "irqbalance is running" warning: moot once irqbalance was told. */
 static bool is_irqbalance_note(const tune_knob_note *n) {
-        return streq(n->backend, "irq") && startswith_lit(n->message, "irqbalance is running");
+        return n->kind == TUNE_KNOB_NOTE_IRQBALANCE_RUNNING;
+}
+
+static bool is_irq(const tune_knob_item *it) {
+        return it->backend->kind == TUNE_KNOB_KIND_IRQ;
 }
 
 static void log_notes(const tune_knob_plan *p, bool irqbalance_told) {
@@ -82,7 +86,7 @@ static void log_irq_summary(const Knobs *k) {
 
         for (unsigned i = 0; i < k->plan.n; i++) {
                 const tune_knob_item *it = &k->plan.items[i];
-                if (!streq(it->backend->name, "irq"))
+                if (!is_irq(it))
                         continue;
                 switch (it->outcome) {
                 case TUNE_KNOB_APPLIED:
@@ -97,9 +101,13 @@ static void log_irq_summary(const Knobs *k) {
                                 skipped++;
                         else
                                 refused++;
-                        if (len + 32 < sizeof managed)
+                        if (len + 32 < sizeof managed) {
+                                char irq[16] = "default"; /* irq/default: no number, the default of new IRQs */
+                                if (it->irq >= 0)
+                                        (void) snprintf(irq, sizeof irq, "%d", it->irq);
                                 len += (size_t) snprintf(managed + len, sizeof managed - len, "%s%s", len ? ", " : "",
-                                                         it->id + strlen("irq/"));
+                                                         irq);
+                        }
                         break;
                 default:
                         break;
@@ -114,7 +122,7 @@ static void log_irq_summary(const Knobs *k) {
 
 /* reload: the originals come from this run's own journal, which is no news. */
 static void log_item(const tune_knob_item *it, bool reload) {
-        const bool irq = streq(it->backend->name, "irq");
+        const bool irq = is_irq(it);
         const char *label = it->label ? it->label : "";
         const char *sep = it->label ? " (" : "", *end = it->label ? ")" : "";
 
@@ -137,7 +145,7 @@ static void log_item(const tune_knob_item *it, bool reload) {
                 break;
         case TUNE_KNOB_REFUSED:
                 log_full(irq ? LOG_DEBUG : LOG_WARNING, "%s%s%s%s: the kernel refused \"%s\": %s", it->id, sep, label,
-                         end, or_none(it->desired), tune_knob_refusal_reason(it->backend->name, it->id, it->error));
+                         end, or_none(it->desired), tune_knob_refusal_reason(it->backend, it->id, it->error));
                 break;
         case TUNE_KNOB_PLANNED:
                 break;
@@ -147,10 +155,13 @@ static void log_item(const tune_knob_item *it, bool reload) {
 static void on_restored(const tune_journal_entry *e, tune_restore_outcome o, int error, const char *current,
                         void *userdata) {
         test_hooks *hooks = userdata;
+        /* The journal names the backend as data; what the code compares is its kind. NULL:
+         * a backend this npu-tuned does not know (then restore failed). */
+        const tune_knob_backend *b = tune_knob_backend_by_name(e->backend);
 
         switch (o) {
         case TUNE_RESTORE_WRITTEN:
-                event_knob_changed(hooks ? hooks->events : NULL, e->backend, e->id, NULL, e->path, NULL, e->original, true);
+                event_knob_changed(hooks ? hooks->events : NULL, b, e->id, NULL, e->path, NULL, e->original, true);
                 break;
         case TUNE_RESTORE_UNCHANGED:
                 log_debug("%s: already holds its original \"%s\".", e->id, e->original);
@@ -165,7 +176,7 @@ static void on_restored(const tune_journal_entry *e, tune_restore_outcome o, int
                 break;
         case TUNE_RESTORE_FAILED:
                 log_warning_errno(error, "%s: failed to restore \"%s\" (%s); kept in the journal for the next --restore.",
-                                  e->id, e->original, tune_knob_refusal_reason(e->backend, e->id, error));
+                                  e->id, e->original, tune_knob_refusal_reason(b, e->id, error));
                 break;
         case TUNE_RESTORE_REFUSED:
                 log_error_errno(error, "%s: the journal names %s, %s: nothing written, kept in the journal; inspect it "
@@ -345,18 +356,11 @@ static void print_dry_run(const Knobs *k, const tune_journal *previous) {
 
 static int knobs_start_locked(Knobs *k, const knobs_inputs *in, tune_journal *owned);
 
-/* An accelerator's IRQ, steered to its node's housekeeping CPUs: knob-irq.c labels it
- * "NAME of KIND INDEX PCI". The other IRQs are only kept off the inference CPUs, which
- * irqbalance may still balance among the rest. */
+/* An accelerator's IRQ, steered to its node's housekeeping CPUs (knob-irq.c says whose
+ * vector it is). The other IRQs are only kept off the inference CPUs, which irqbalance may
+ * still balance among the rest. */
 static bool is_accelerator_irq(const Knobs *k, const tune_knob_item *it) {
-        size_t l = it->label ? strlen(it->label) : 0;
-        for (unsigned i = 0; k->accels && i < k->accels->n; i++) {
-                const char *pci = k->accels->items[i].pci;
-                size_t pl = strlen(pci);
-                if (pl > 0 && l > pl && it->label[l - pl - 1] == ' ' && streq(it->label + l - pl, pci))
-                        return true;
-        }
-        return false;
+        return is_irq(it) && it->irq >= 0 && it->accel >= 0 && k->accels && (unsigned) it->accel < k->accels->n;
 }
 
 /* irqbalance would move the IRQs we steer and put others on the inference CPUs at its next
@@ -379,15 +383,8 @@ static void cooperate_with_irqbalance(Knobs *k) {
         }
         for (unsigned i = 0; i < k->plan.n; i++) {
                 const tune_knob_item *it = &k->plan.items[i];
-                unsigned long irq;
-                char *end;
-                if (!streq(it->backend->name, "irq") || !startswith_lit(it->id, "irq/") || !is_accelerator_irq(k, it) ||
-                    (it->outcome != TUNE_KNOB_APPLIED && it->outcome != TUNE_KNOB_ALREADY))
-                        continue;
-                errno = 0;
-                irq = strtoul(it->id + 4, &end, 10);
-                if (!errno && !*end && end != it->id + 4 && irq <= UINT32_MAX)
-                        irqs[n++] = (unsigned) irq;
+                if (is_accelerator_irq(k, it) && (it->outcome == TUNE_KNOB_APPLIED || it->outcome == TUNE_KNOB_ALREADY))
+                        irqs[n++] = (unsigned) it->irq;
         }
         r = irqbalance_cooperate(k->ctx, irqs, n, &k->inference, &k->irqbalance);
         if (r == -ESRCH)
@@ -533,7 +530,7 @@ static int knobs_start_locked(Knobs *k, const knobs_inputs *in, tune_journal *ow
                 const tune_knob_item *it = &k->plan.items[i];
                 log_item(it, k->reload);
                 if (it->outcome == TUNE_KNOB_APPLIED)
-                        event_knob_changed(k->events, it->backend->name, it->id, it->label, it->path, or_none(it->current),
+                        event_knob_changed(k->events, it->backend, it->id, it->label, it->path, or_none(it->current),
                                            or_none(it->desired), false);
         }
         log_irq_summary(k);
@@ -606,29 +603,44 @@ const tune_knob_plan *knobs_get_plan(const Knobs *k) {
         return k ? &k->plan : &empty;
 }
 
-const char *knobs_item_status(const Knobs *k, const tune_knob_item *it, const char **ret_note) {
-        const char *note = NULL, *status;
+const char *knob_status_to_string(knob_status s) {
+        /* The words of the bus API (units/org.nputuned1.Manager.xml): never reword one. */
+        static const char *const words[_KNOB_STATUS_MAX] = {
+                [KNOB_STATUS_APPLIED] = "applied",
+                [KNOB_STATUS_ALREADY] = "already",
+                [KNOB_STATUS_NOT_OWNED] = "not-owned",
+                [KNOB_STATUS_CHANGED_BY_OTHER] = "changed-by-other",
+                [KNOB_STATUS_SKIPPED] = "skipped",
+                [KNOB_STATUS_REFUSED] = "refused",
+                [KNOB_STATUS_PLANNED] = "planned",
+        };
+        return (unsigned) s < _KNOB_STATUS_MAX ? words[s] : "unknown";
+}
+
+knob_status knobs_item_status(const Knobs *k, const tune_knob_item *it, const char **ret_note) {
+        const char *note = NULL;
+        knob_status status;
 
         switch (it->outcome) {
         case TUNE_KNOB_PLANNED:
-                status = "planned"; /* --dry-run, or the journal could not be written */
+                status = KNOB_STATUS_PLANNED; /* --dry-run, or the journal could not be written */
                 break;
         case TUNE_KNOB_SKIPPED:
-                status = "skipped";
+                status = KNOB_STATUS_SKIPPED;
                 note = it->skip_reason;
                 break;
         case TUNE_KNOB_REFUSED:
-                status = "refused";
-                note = tune_knob_refusal_reason(it->backend->name, it->id, it->error);
+                status = KNOB_STATUS_REFUSED;
+                note = tune_knob_refusal_reason(it->backend, it->id, it->error);
                 break;
         default:
                 if (!item_owned(k, it))
                         /* held the desired value already and nothing of ours to give back */
-                        status = it->outcome == TUNE_KNOB_ALREADY ? "already" : "not-owned";
+                        status = it->outcome == TUNE_KNOB_ALREADY ? KNOB_STATUS_ALREADY : KNOB_STATUS_NOT_OWNED;
                 else if (k->drift_logged && k->drift_logged[it - k->plan.items])
-                        status = "changed-by-other";
+                        status = KNOB_STATUS_CHANGED_BY_OTHER;
                 else /* written by this run, or before a reload (the knob already held it then) */
-                        status = "applied";
+                        status = KNOB_STATUS_APPLIED;
                 break;
         }
         if (ret_note)

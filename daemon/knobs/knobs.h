@@ -44,13 +44,27 @@ int knobs_stop(Knobs *k);
 Knobs *knobs_free(Knobs *k);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Knobs *, knobs_free);
 
+/* What an item of the plan is now. Code compares these; the words of
+ * knob_status_to_string() are for the edges only (the bus property Knobs, which
+ * npu-tunectl and scripts read, and the log), so they never change. */
+typedef enum knob_status {
+        KNOB_STATUS_APPLIED,          /* "applied": npu-tuned's value, owned: restored on stop */
+        KNOB_STATUS_ALREADY,          /* "already": held the desired value already, nothing to give back */
+        KNOB_STATUS_NOT_OWNED,        /* "not-owned": written, but not owned (any more: given back) */
+        KNOB_STATUS_CHANGED_BY_OTHER, /* "changed-by-other": owned, someone else wrote it since */
+        KNOB_STATUS_SKIPPED,          /* "skipped": not tuned (missing file, not offered, ...) */
+        KNOB_STATUS_REFUSED,          /* "refused": the kernel said no: not owned */
+        KNOB_STATUS_PLANNED,          /* "planned": not written (dry run, or no journal) */
+        _KNOB_STATUS_MAX,
+} knob_status;
+
+const char *knob_status_to_string(knob_status s) _pure_;
+
 /* The plan of this run with each item's outcome (empty when k is NULL), for the bus. */
 const tune_knob_plan *knobs_get_plan(const Knobs *k);
-/* What an item of that plan is now, in one word: "applied" (npu-tuned's value, owned:
- * restored on stop), "already" (held the desired value already: nothing to give back),
- * "changed-by-other", "skipped", "refused" (the kernel said no: not owned), "planned" (not
- * written: dry run); *ret_note (may be NULL) the reason for skipped/refused, else "". */
-const char *knobs_item_status(const Knobs *k, const tune_knob_item *it, const char **ret_note);
+/* What an item of that plan is now; *ret_note (may be NULL) the reason for skipped/refused,
+ * else "". */
+knob_status knobs_item_status(const Knobs *k, const tune_knob_item *it, const char **ret_note);
 
 /* For `--restore` (daemon/restore.c). The journal a previous run left in state_dir:
  * 0 with *ret NULL when there is none (or it is from an earlier boot, then removed);

@@ -38,6 +38,18 @@ bool tune_knob_selected_offers(const char *text, const char *word) _pure_;
 
 typedef struct tune_knob_backend tune_knob_backend;
 
+/* Which knob a backend tunes, for code that treats one knob differently (IRQs come by the
+ * hundred and are logged as a summary; only IRQs concern irqbalance). The name stays what
+ * the journal and reports say; the kind is what code compares. */
+typedef enum tune_knob_kind {
+        TUNE_KNOB_KIND_CPUFREQ,
+        TUNE_KNOB_KIND_THP,
+        TUNE_KNOB_KIND_NUMA_BALANCING,
+        TUNE_KNOB_KIND_ASPM,
+        TUNE_KNOB_KIND_IRQ,
+        _TUNE_KNOB_KIND_MAX,
+} tune_knob_kind;
+
 typedef enum tune_knob_outcome {
         TUNE_KNOB_PLANNED,  /* will be written */
         TUNE_KNOB_SKIPPED,  /* not tuned: skip/skip_reason say why (missing file, not offered...) */
@@ -59,6 +71,11 @@ typedef struct tune_knob_item {
         char *desired;     /* value the policy asks for; NULL when skipped */
         int skip;          /* < 0: not tuned, for the reason below */
         char *skip_reason;
+        /* Set by the IRQ backend's plan, where it knows them, so that no one parses the id
+         * or the label back: */
+        int irq;           /* the IRQ number of irq/N; -1: not one IRQ (irq/default, other knobs) */
+        int accel;         /* the accelerator whose vector this IRQ is, an index into the plan
+                            * input's accels->items; -1: none */
         /* Set by tune_knobs_apply(): */
         tune_knob_outcome outcome;
         int error;         /* REFUSED: negative errno of the write */
@@ -67,9 +84,18 @@ typedef struct tune_knob_item {
         bool adopted_changed; /* ... but someone else changed the knob since: current taken */
 } tune_knob_item;
 
+/* What a note is about, for code that acts on one kind of note: the message is for
+ * people and may be reworded. */
+typedef enum tune_knob_note_kind {
+        TUNE_KNOB_NOTE_PLAIN,              /* only to be reported */
+        TUNE_KNOB_NOTE_IRQBALANCE_RUNNING, /* irqbalance runs and will move IRQs back; moot
+                                            * once the daemon has told it to leave them */
+} tune_knob_note_kind;
+
 /* Something about a knob as a whole: "no cpufreq driver", "irqbalance is running". */
 typedef struct tune_knob_note {
         const char *backend;
+        tune_knob_note_kind kind;
         int error;         /* negative errno of why the knob is left alone; 0: information */
         char *message;
 } tune_knob_note;
@@ -111,6 +137,7 @@ int tune_knobs_plan(const tune_ctx *ctx, const tune_knob_plan_input *in, tune_kn
 
 struct tune_knob_backend {
         const char *name;
+        tune_knob_kind kind;
         int (*plan)(const tune_ctx *ctx, const tune_knob_plan_input *in, tune_knob_plan *plan);
         /* Current value in the canonical form of format. */
         int (*read)(const tune_ctx *ctx, const char *path, int cpu, tune_knob_format format, char **ret);
@@ -129,9 +156,10 @@ extern const tune_knob_backend tune_knob_numa_balancing;
 
 /* NULL if unknown. */
 const tune_knob_backend *tune_knob_backend_by_name(const char *name) _pure_;
-/* Why the kernel refuses a write to a knob, in words for reports: "a managed IRQ (the
- * kernel places it)", "the firmware keeps ASPM control", ... or strerror. */
-const char *tune_knob_refusal_reason(const char *backend, const char *id, int error);
+/* Why the kernel refuses a write to a knob of backend b (NULL: unknown), in words for
+ * reports: "a managed IRQ (the kernel places it)", "the firmware keeps ASPM control", ...
+ * or strerror. */
+const char *tune_knob_refusal_reason(const tune_knob_backend *b, const char *id, int error);
 
 int tune_knob_item_read(const tune_ctx *ctx, const tune_knob_item *item, char **ret);
 int tune_knob_item_write(const tune_ctx *ctx, const tune_knob_item *item, const char *value);
@@ -140,7 +168,8 @@ int tune_knob_item_write(const tune_ctx *ctx, const tune_knob_item *item, const 
 int tune_knob_plan_add(tune_knob_plan *p, const tune_knob_backend *b, const char *id, const char *path, int cpu,
                        tune_knob_format format, tune_knob_item **ret);
 int tune_knob_item_skip(tune_knob_item *item, int error, const char *fmt, ...) _printf_(3, 4);
-int tune_knob_plan_note(tune_knob_plan *p, const char *backend, int error, const char *fmt, ...) _printf_(4, 5);
+int tune_knob_plan_note(tune_knob_plan *p, const char *backend, tune_knob_note_kind kind, int error, const char *fmt,
+                        ...) _printf_(5, 6);
 /* Add a file knob: read it, validate desired against what the file offers (SELECTED), see
  * that it is writable (a file without write permission bits is read-only in sysfs/procfs,
  * e.g. a managed IRQ), and record why not. The item is returned for a label. */

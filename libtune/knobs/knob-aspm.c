@@ -32,7 +32,7 @@ static int plan_link(const tune_ctx *ctx, const tune_accel *a, tune_aspm_link mo
         if (r < 0)
                 return r;
         if (!tune_exists(ctx, dir))
-                return tune_knob_plan_note(plan, "aspm", -ENOENT,
+                return tune_knob_plan_note(plan, "aspm", TUNE_KNOB_NOTE_PLAIN, -ENOENT,
                                            "%s (%s %d): no %s (kernel before 5.5, or a link without ASPM): its link ASPM "
                                            "left alone",
                                            a->pci, a->kind, a->index, dir);
@@ -114,6 +114,7 @@ static int aspm_path_of(const char *id, char *buf, size_t size) {
 
 const tune_knob_backend tune_knob_aspm = {
         .name = "aspm",
+        .kind = TUNE_KNOB_KIND_ASPM,
         .plan = aspm_plan,
         .read = tune_knob_file_read,
         .write = tune_knob_file_write,

@@ -138,19 +138,21 @@ const tune_knob_backend *tune_knob_backend_by_name(const char *name) {
         return NULL;
 }
 
-const char *tune_knob_refusal_reason(const char *backend, const char *id, int error) {
+const char *tune_knob_refusal_reason(const tune_knob_backend *b, const char *id, int error) {
+        const tune_knob_kind kind = b ? b->kind : _TUNE_KNOB_KIND_MAX; /* unknown: no kind matches */
+
         if (error == -EACCES)
                 return "permission denied (missing capability, or a mount or unit setting such as "
                        "ProtectKernelTunables= keeps it read-only)";
         if (error == -EROFS)
                 return "read-only file system (ProtectSystem=/ProtectKernelTunables= or a read-only mount)";
-        if (backend && streq(backend, "irq") && (error == -EIO || error == -EPERM))
+        if (kind == TUNE_KNOB_KIND_IRQ && (error == -EIO || error == -EPERM))
                 return "a managed IRQ: the kernel places it, affinity cannot be changed";
-        if (backend && streq(backend, "irq") && error == -EINVAL)
+        if (kind == TUNE_KNOB_KIND_IRQ && error == -EINVAL)
                 return "the kernel rejected the mask (no usable online CPU in it for this IRQ)";
-        if (backend && streq(backend, "aspm") && id && streq(id, "aspm/policy") && error == -EPERM)
+        if (kind == TUNE_KNOB_KIND_ASPM && id && streq(id, "aspm/policy") && error == -EPERM)
                 return "the firmware keeps ASPM control (the kernel refuses policy changes)";
-        if (backend && streq(backend, "cpufreq") && (error == -EINVAL || error == -ENODEV))
+        if (kind == TUNE_KNOB_KIND_CPUFREQ && (error == -EINVAL || error == -ENODEV))
                 return "the cpufreq driver rejected the governor";
         return strerror(-error);
 }
@@ -227,7 +229,9 @@ int tune_knob_plan_add(tune_knob_plan *p, const tune_knob_backend *b, const char
                 p->cap = cap;
         }
         it = &p->items[p->n];
-        *it = (tune_knob_item){ .backend = b, .cpu = cpu, .format = format, .outcome = TUNE_KNOB_PLANNED };
+        *it = (tune_knob_item){
+                .backend = b, .cpu = cpu, .format = format, .irq = -1, .accel = -1, .outcome = TUNE_KNOB_PLANNED
+        };
         it->id = strdup(id);
         it->path = strdup(path);
         if (!it->id || !it->path) {
@@ -266,7 +270,8 @@ int tune_knob_item_skip(tune_knob_item *item, int error, const char *fmt, ...) {
         return 0;
 }
 
-int tune_knob_plan_note(tune_knob_plan *p, const char *backend, int error, const char *fmt, ...) {
+int tune_knob_plan_note(tune_knob_plan *p, const char *backend, tune_knob_note_kind kind, int error, const char *fmt,
+                        ...) {
         va_list ap;
         char *s;
         int r;
@@ -284,7 +289,7 @@ int tune_knob_plan_note(tune_knob_plan *p, const char *backend, int error, const
         va_end(ap);
         if (r < 0)
                 return r;
-        p->notes[p->n_notes++] = (tune_knob_note){ .backend = backend, .error = error, .message = s };
+        p->notes[p->n_notes++] = (tune_knob_note){ .backend = backend, .kind = kind, .error = error, .message = s };
         return 0;
 }
 
@@ -401,7 +406,8 @@ int tune_knobs_plan(const tune_ctx *ctx, const tune_knob_plan_input *in, tune_kn
                         tune_knob_plan_done(&p);
                         return r;
                 }
-                if (r < 0 && tune_knob_plan_note(&p, backends[i]->name, r, "cannot plan: %s", strerror(-r)) < 0) {
+                if (r < 0 && tune_knob_plan_note(&p, backends[i]->name, TUNE_KNOB_NOTE_PLAIN, r, "cannot plan: %s",
+                                                     strerror(-r)) < 0) {
                         tune_knob_plan_done(&p);
                         return -ENOMEM;
                 }

@@ -366,10 +366,11 @@ static int governor_plan(const tune_ctx *ctx, const tune_knob_plan_input *in, tu
         if (!scope)
                 return -EINVAL;
         if (h->governor_scope == TUNE_GOVERNOR_INFERENCE_CPUS && tune_cpuset_is_empty(scope))
-                return tune_knob_plan_note(plan, "cpufreq", 0, "no CPUs are given to inference work: governor left alone");
+                return tune_knob_plan_note(plan, "cpufreq", TUNE_KNOB_NOTE_PLAIN, 0,
+                                           "no CPUs are given to inference work: governor left alone");
         r = ops->list(ctx, in->topology, &pols, &n);
         if (r == -ENOENT)
-                return tune_knob_plan_note(plan, "cpufreq", r,
+                return tune_knob_plan_note(plan, "cpufreq", TUNE_KNOB_NOTE_PLAIN, r,
                                            "no cpufreq driver on this system (%s finds no cpufreq policy): CPU governor "
                                            "left alone",
                                            ops == &tune_cpufreq_libcpupower ? "libcpupower" : CPUFREQ_DIR);
@@ -449,6 +450,7 @@ static int governor_path_of(const char *id, char *buf, size_t size) {
 
 const tune_knob_backend tune_knob_cpufreq = {
         .name = "cpufreq",
+        .kind = TUNE_KNOB_KIND_CPUFREQ,
         .plan = governor_plan,
         .read = governor_read,
         .write = governor_write,

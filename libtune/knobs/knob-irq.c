@@ -247,8 +247,10 @@ static int accel_housekeeping(const irq_plan *ip, const tune_accel *a, tune_cpus
         return 0;
 }
 
-/* One mask knob: read it, compute what it should be, add the item. */
-static int plan_mask(irq_plan *ip, const char *id, const char *path, const tune_accel *accel, const char *desc) {
+/* One mask knob: read it, compute what it should be, add the item. irq: the IRQ's number,
+ * -1 for the default of new IRQs; accel: the accelerator whose vector it is, or NULL. */
+static int plan_mask(irq_plan *ip, const char *id, const char *path, int irq, const tune_accel *accel,
+                     const char *desc) {
         _cleanup_cpuset_ tune_cpuset cur = {};
         _cleanup_cpuset_ tune_cpuset want = {};
         _cleanup_cpuset_ tune_cpuset online_part = {};
@@ -261,6 +263,10 @@ static int plan_mask(irq_plan *ip, const char *id, const char *path, const tune_
         r = tune_knob_plan_add(ip->plan, &tune_knob_irq, id, path, -1, TUNE_KNOB_CPUMASK, &it);
         if (r < 0)
                 return r;
+        /* Recorded here, where they are known: the daemon tells irqbalance which accelerator
+         * IRQs to leave alone from these, not from the id or the label. */
+        it->irq = irq;
+        it->accel = accel ? (int) (accel - ip->in->accels->items) : -1;
         if (accel) {
                 /* "PCI-MSIX-0000:c1:00.0 3-edge cq_update_irq": the vector's name is the last word. */
                 const char *name = desc ? strrchr(desc, ' ') : NULL;
@@ -359,12 +365,13 @@ static int irq_plan_run(irq_plan *ip) {
         int pid, r;
 
         if (!tune_exists(ip->ctx, IRQ_DIR))
-                return tune_knob_plan_note(ip->plan, "irq", -ENOENT, "no " IRQ_DIR ": IRQ affinity left alone");
+                return tune_knob_plan_note(ip->plan, "irq", TUNE_KNOB_NOTE_PLAIN, -ENOENT,
+                                           "no " IRQ_DIR ": IRQ affinity left alone");
         r = tune_cpuset_format_list(ip->in->inference_cpus, &inference_list);
         if (r < 0)
                 return r;
         if (tune_irqbalance_find(ip->ctx, &pid) >= 0 && pid > 0) {
-                r = tune_knob_plan_note(ip->plan, "irq", 0,
+                r = tune_knob_plan_note(ip->plan, "irq", TUNE_KNOB_NOTE_IRQBALANCE_RUNNING, 0,
                                         "irqbalance is running (pid %d): it will move IRQs back onto the inference CPUs. "
                                         "Make it cooperate: IRQBALANCE_BANNED_CPULIST=%s in its environment file "
                                         "(/etc/default/irqbalance or /etc/sysconfig/irqbalance), then restart it",
@@ -383,13 +390,14 @@ static int irq_plan_run(irq_plan *ip) {
                         return r;
         }
         if (h->irq_keep_off_inference_cpus) {
-                r = plan_mask(ip, "irq/default", IRQ_DIR "/default_smp_affinity", NULL, "default for new IRQs");
+                r = plan_mask(ip, "irq/default", IRQ_DIR "/default_smp_affinity", -1, NULL, "default for new IRQs");
                 if (r < 0)
                         return r;
         }
         r = list_irqs(ip->ctx, &irqs, &n_irqs);
         if (r < 0)
-                return tune_knob_plan_note(ip->plan, "irq", r, "cannot list " IRQ_DIR ": %s", strerror(-r));
+                return tune_knob_plan_note(ip->plan, "irq", TUNE_KNOB_NOTE_PLAIN, r, "cannot list " IRQ_DIR ": %s",
+                                           strerror(-r));
         for (unsigned i = 0; i < n_irqs; i++) {
                 const tune_accel *a = accel_of_irq(ip, irqs[i]);
                 char id[32], path[64];
@@ -399,7 +407,7 @@ static int irq_plan_run(irq_plan *ip) {
                 if ((r = tune_path(id, sizeof id, "irq/%u", irqs[i])) < 0 ||
                     (r = tune_path(path, sizeof path, IRQ_DIR "/%u/smp_affinity", irqs[i])) < 0)
                         return r;
-                r = plan_mask(ip, id, path, a, find_desc(ip->descs, ip->n_descs, irqs[i]));
+                r = plan_mask(ip, id, path, (int) irqs[i], a, find_desc(ip->descs, ip->n_descs, irqs[i]));
                 if (r < 0)
                         return r;
         }
@@ -431,6 +439,7 @@ static int irq_path_of(const char *id, char *buf, size_t size) {
 
 const tune_knob_backend tune_knob_irq = {
         .name = "irq",
+        .kind = TUNE_KNOB_KIND_IRQ,
         .plan = irq_plan_knobs,
         .read = tune_knob_file_read,
         .write = tune_knob_file_write,

@@ -26,6 +26,7 @@ static int numa_balancing_path_of(const char *id, char *buf, size_t size) {
 
 const tune_knob_backend tune_knob_numa_balancing = {
         .name = "numa-balancing",
+        .kind = TUNE_KNOB_KIND_NUMA_BALANCING,
         .plan = numa_balancing_plan,
         .read = tune_knob_file_read,
         .write = tune_knob_file_write,

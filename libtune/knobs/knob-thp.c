@@ -16,7 +16,7 @@ static int thp_plan(const tune_ctx *ctx, const tune_knob_plan_input *in, tune_kn
         if (!h->thp_enabled && !h->thp_defrag && h->khugepaged_defrag < 0)
                 return 0;
         if (!tune_exists(ctx, THP_DIR))
-                return tune_knob_plan_note(plan, "thp", -ENOENT,
+                return tune_knob_plan_note(plan, "thp", TUNE_KNOB_NOTE_PLAIN, -ENOENT,
                                            "kernel without transparent hugepages (no " THP_DIR "): THP left alone");
         if (h->thp_enabled) {
                 r = tune_knob_plan_file(ctx, plan, &tune_knob_thp, "thp/enabled", THP_DIR "/enabled",
@@ -48,6 +48,7 @@ static int thp_path_of(const char *id, char *buf, size_t size) {
 
 const tune_knob_backend tune_knob_thp = {
         .name = "thp",
+        .kind = TUNE_KNOB_KIND_THP,
         .plan = thp_plan,
         .read = tune_knob_file_read,
         .write = tune_knob_file_write,
