@@ -491,18 +491,9 @@ static int knobs_start_locked(Knobs *k, const knobs_inputs *in, tune_journal *ow
         }
 
         /* Held already when the watcher's start took it. */
-        r = state_dir_lock(k->state_dir);
-        if (r == -EBUSY)
-                return log_error_errno(r, "Another npu-tuned holds the state directory %s.", state_dir);
-        if (tune_state_dir_is_refusal(r))
-                return log_error_errno(r, "The state directory %s %s: refusing to use it (docs/trust.md).", state_dir,
-                                       tune_state_dir_refusal(r));
-        if (r < 0) {
-                log_error_errno(r, "Failed to lock the state directory %s: %m; host knobs are left alone (no journal, "
-                                   "no writes).",
-                                state_dir);
-                return 0;
-        }
+        r = state_dir_acquire(k->state_dir, "host knobs are left alone (no journal, no writes)");
+        if (r <= 0)
+                return r;
 
         if (!k->reload) {
                 r = knobs_load_journal(k->ctx, state_dir, &previous);
