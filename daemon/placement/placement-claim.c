@@ -10,7 +10,8 @@
 #include "placement.h"
 
 /* The attributed accelerators of mp that exist in all (at most max), for the planner. */
-static unsigned resolve_accels(const tune_accels *all, const managed_process *mp, const tune_accel **ret, unsigned max) {
+static unsigned resolve_accels(const tune_accels *all, const managed_process *mp, const tune_accel **ret,
+                               unsigned max) {
         unsigned n = 0;
 
         for (unsigned i = 0; i < mp->attribution.n_accels && n < max; i++) {
