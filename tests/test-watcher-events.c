@@ -19,6 +19,7 @@
 
 #include "npu-tuned/policy.h"
 #include "watcher-internal.h"
+#include "fake-watcher.h"
 
 static const char policy_json[] =
         "{\"version\": 1, \"processes\": ["
@@ -104,48 +105,24 @@ static void put_process(world *t, pid_t pid, uint64_t start_time, const char *co
 
 /* ---- the fake connector ---- */
 
-static void feed(world *t, const struct proc_event *ev) {
-        watcher_on_event(NULL, ev, t->w);
-}
-
 static void exec_event(world *t, pid_t pid) {
-        struct proc_event ev = { .what = PROC_EVENT_EXEC };
-        ev.event_data.exec.process_pid = pid;
-        ev.event_data.exec.process_tgid = pid;
-        feed(t, &ev);
+        fake_event_exec(t->w, pid);
 }
 
 static void fork_event_at(world *t, pid_t parent, pid_t child_pid, pid_t child_tgid, uint64_t timestamp_ns) {
-        struct proc_event ev = { .what = PROC_EVENT_FORK, .timestamp_ns = timestamp_ns };
-        ev.event_data.fork.parent_pid = parent;
-        ev.event_data.fork.parent_tgid = parent;
-        ev.event_data.fork.child_pid = child_pid;
-        ev.event_data.fork.child_tgid = child_tgid;
-        feed(t, &ev);
+        fake_event_fork(t->w, parent, child_pid, child_tgid, timestamp_ns);
 }
 
 static void fork_event(world *t, pid_t parent, pid_t child_pid, pid_t child_tgid) {
-        struct proc_event ev = { .what = PROC_EVENT_FORK };
-        ev.event_data.fork.parent_pid = parent;
-        ev.event_data.fork.parent_tgid = parent;
-        ev.event_data.fork.child_pid = child_pid;
-        ev.event_data.fork.child_tgid = child_tgid;
-        feed(t, &ev);
+        fake_event_fork(t->w, parent, child_pid, child_tgid, 0);
 }
 
 static void comm_event(world *t, pid_t tid, pid_t tgid, const char *comm) {
-        struct proc_event ev = { .what = PROC_EVENT_COMM };
-        ev.event_data.comm.process_pid = tid;
-        ev.event_data.comm.process_tgid = tgid;
-        snprintf(ev.event_data.comm.comm, sizeof ev.event_data.comm.comm, "%s", comm);
-        feed(t, &ev);
+        fake_event_comm(t->w, tid, tgid, comm);
 }
 
 static void exit_event(world *t, pid_t tid, pid_t tgid) {
-        struct proc_event ev = { .what = PROC_EVENT_EXIT };
-        ev.event_data.exit.process_pid = tid;
-        ev.event_data.exit.process_tgid = tgid;
-        feed(t, &ev);
+        fake_event_exit(t->w, tid, tgid);
 }
 
 /* ---- the consumer: a log of callbacks ---- */
@@ -214,9 +191,7 @@ static const char policy_roles_json[] =
 
 static int setup_with(void **state, const char *json, bool all_thread_names) {
         world *t = calloc(1, sizeof *t);
-        tune_policy_errors errors = {};
         watcher_params params = {};
-        int r;
 
         assert_non_null(t);
         snprintf(t->root, sizeof t->root, "/tmp/npu-watcher-events-XXXXXX");
@@ -224,14 +199,7 @@ static int setup_with(void **state, const char *json, bool all_thread_names) {
         put(t, "proc/1/stat", "1 (init) S 0 1 1 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 1 0 0\n");
         assert_int_equal(sd_event_new(&t->event), 0);
         assert_int_equal(tune_ctx_new(t->root, &t->ctx), 0);
-        r = tune_policy_parse_string(json, "test.json", &t->policy, &errors);
-        for (unsigned i = 0; i < errors.n; i++) {
-                _cleanup_free_ char *line = NULL;
-                if (tune_policy_error_format(&errors.items[i], &line) >= 0)
-                        fprintf(stderr, "policy: %s\n", line);
-        }
-        tune_policy_errors_done(&errors);
-        assert_int_equal(r, 0);
+        t->policy = fake_policy_parse(json);
         watcher_params_from_policy(t->policy, &params);
         params.all_thread_names = all_thread_names;
         assert_int_equal(watcher_new(t->event, t->ctx, NULL, t->policy, &params, &ops, t, &t->w), 0);

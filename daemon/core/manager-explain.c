@@ -66,23 +66,19 @@ int manager_explain(Manager *m, pid_t pid, json_object **ret) {
  * gets the cpuset. */
 static int plan_process(const tune_ctx *ctx, const tune_topology *t, const tune_accels *all, tune_placer *placer,
                         managed_process *mp, process_cpuset *cs) {
-        uint64_t key = placement_key(mp->pid, mp->start_time);
         process_cpuset own = {};
         int r;
 
-        r = placement_set_process(placer, ctx, all, mp, key, NULL);
-        if (r < 0)
-                return r;
         r = process_cpuset_read(ctx, t, mp->pid, &own);
         if (r < 0 && r != -ESRCH)
                 log_warning_errno(r, "Failed to read the cgroup cpuset of pid %d, planning without it: %m", mp->pid);
-        r = tune_placer_set_cpuset(placer, key, process_cpuset_for_plan(&own), NULL);
+        r = placement_plan_process(placer, ctx, all, mp, &own, NULL);
         if (cs) {
                 process_cpuset_done(cs);
                 *cs = own;
         } else
                 process_cpuset_done(&own);
-        return r < 0 ? r : 0;
+        return r;
 }
 
 /* Who binds mp's threads, as the daemon would see it now: the rule and the engine's
@@ -99,7 +95,7 @@ static binder explain_binding(const char *state_dir, const tune_ctx *ctx, const 
                 snprintf(why, size, "%s", "its threads did not bind themselves; npu-tuned pinned them");
                 return BINDER_DAEMON;
         }
-        if (binding_threads_moved(ctx, mp->pid, cs->restricted ? &cs->plan.cpus : &t->usable, NULL, NULL)) {
+        if (binding_threads_moved(ctx, NULL, mp->pid, cs->restricted ? &cs->plan.cpus : &t->usable, NULL, NULL)) {
                 snprintf(why, size, "%s", "its threads set their own CPU affinity");
                 return BINDER_ENGINE;
         }
@@ -171,7 +167,7 @@ int manager_explain_offline(const daemon_options *o, json_object **ret) {
         binder b = explain_binding(o->state_dir, m->ctx, m->topology, target, &target_cpuset, why, sizeof why);
         _cleanup_free_ char *report = NULL;
         if (b == BINDER_ENGINE)
-                (void) binding_report(m->ctx, target->pid, pl, NULL, &report);
+                (void) binding_report(m->ctx, NULL, target->pid, pl, NULL, &report);
         r = explain_process_to_json(target, pl, -1, EXPLAIN_SOURCE_COMPUTED, ret);
         if (r >= 0)
                 r = process_cpuset_to_json(&target_cpuset, *ret);

@@ -34,12 +34,14 @@ binder binding_decide(const managed_process *mp, char *why, size_t size) {
         }
 }
 
-static int thread_mask(pid_t tid, tune_cpuset *ret) {
-        return tune_affinity_backend_kernel.get(tune_affinity_backend_kernel.userdata, tid, ret);
+static int thread_mask(const tune_affinity_backend *backend, pid_t tid, tune_cpuset *ret) {
+        if (!backend)
+                backend = &tune_affinity_backend_kernel;
+        return backend->get(backend->userdata, tid, ret);
 }
 
-bool binding_threads_moved(const tune_ctx *ctx, pid_t pid, const tune_cpuset *start, pid_t *ret_tid,
-                           tune_cpuset *ret_mask) {
+bool binding_threads_moved(const tune_ctx *ctx, const tune_affinity_backend *backend, pid_t pid,
+                           const tune_cpuset *start, pid_t *ret_tid, tune_cpuset *ret_mask) {
         _cleanup_free_ pid_t *tids = NULL;
         size_t n = 0;
 
@@ -47,7 +49,7 @@ bool binding_threads_moved(const tune_ctx *ctx, pid_t pid, const tune_cpuset *st
                 return false;
         for (size_t i = 0; i < n; i++) {
                 _cleanup_cpuset_ tune_cpuset m = {};
-                if (thread_mask(tids[i], &m) < 0 || tune_engine_binding_observed(&m, 1, start) == false)
+                if (thread_mask(backend, tids[i], &m) < 0 || tune_engine_binding_observed(&m, 1, start) == false)
                         continue;
                 if (ret_tid)
                         *ret_tid = tids[i];
@@ -58,7 +60,8 @@ bool binding_threads_moved(const tune_ctx *ctx, pid_t pid, const tune_cpuset *st
         return false;
 }
 
-int binding_report(const tune_ctx *ctx, pid_t pid, const tune_plan *pl, const tune_cpuset *near_cpus, char **ret) {
+int binding_report(const tune_ctx *ctx, const tune_affinity_backend *backend, pid_t pid, const tune_plan *pl,
+                   const tune_cpuset *near_cpus, char **ret) {
         _cleanup_free_ pid_t *tids = NULL;
         _cleanup_cpuset_ tune_cpuset all = {};
         _cleanup_free_ char *cpus = NULL, *pool = NULL;
@@ -71,7 +74,7 @@ int binding_report(const tune_ctx *ctx, pid_t pid, const tune_plan *pl, const tu
                 return r;
         for (size_t i = 0; i < n; i++) {
                 _cleanup_cpuset_ tune_cpuset m = {};
-                if (thread_mask(tids[i], &m) < 0)
+                if (thread_mask(backend, tids[i], &m) < 0)
                         continue;
                 n_seen++;
                 if (tune_cpuset_or(&all, &m) < 0)

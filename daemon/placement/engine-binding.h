@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+#include "npu-tuned/affinity.h"
 #include "npu-tuned/context.h"
 #include "npu-tuned/cpuset.h"
 #include "npu-tuned/plan.h"
@@ -28,9 +29,10 @@ typedef enum binder {
 binder binding_decide(const managed_process *mp, char *why, size_t size);
 
 /* Whether any thread's mask now differs from start; *ret_tid/ret_mask (may be NULL) name
- * the first such thread. Bounded by the thread list /proc gives. */
-bool binding_threads_moved(const tune_ctx *ctx, pid_t pid, const tune_cpuset *start, pid_t *ret_tid,
-                           tune_cpuset *ret_mask);
+ * the first such thread. Bounded by the thread list /proc gives. The masks are read
+ * through backend (NULL: the kernel), here and in binding_report(). */
+bool binding_threads_moved(const tune_ctx *ctx, const tune_affinity_backend *backend, pid_t pid,
+                           const tune_cpuset *start, pid_t *ret_tid, tune_cpuset *ret_mask);
 
 /* Add "binding" ("daemon", "engine", "watching"), "binding_reason" and, when report is
  * not NULL, "engine_report" to an explanation (daemon/explain-json.h). */
@@ -40,4 +42,5 @@ int binding_to_json(binder b, const char *why, const char *report, struct json_o
 /* What the engine did, checked against the plan: "bound by the engine: 5 thread(s) on
  * CPUs 4-5; all inside the planned pool 4-5" or "...; 2 outside its accelerators' CPUs".
  * Caller frees. */
-int binding_report(const tune_ctx *ctx, pid_t pid, const tune_plan *pl, const tune_cpuset *near_cpus, char **ret);
+int binding_report(const tune_ctx *ctx, const tune_affinity_backend *backend, pid_t pid, const tune_plan *pl,
+                   const tune_cpuset *near_cpus, char **ret);

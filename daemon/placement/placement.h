@@ -6,7 +6,10 @@
  * by role, moves the memory after the rule's settle delay (rate-limited), verifies it from numa_maps, follows
  * threads as they come, rename and go, and gives affinities back on stop. */
 
+#include "npu-tuned/affinity.h"
+#include "npu-tuned/memmove.h"
 #include "npu-tuned/plan.h"
+#include "process-cpuset.h"
 #include "watcher.h"
 
 typedef struct Placement Placement;
@@ -22,6 +25,10 @@ typedef struct placement_inputs {
         const tune_accels *accels;
         bool dry_run;                   /* plan and log, pin and move nothing */
         const struct event_sink *events; /* where events go besides the log (events/events.h); may be NULL */
+        /* How the kernel is reached: sched_{get,set}affinity and the page moves (NULL: the
+         * kernel's own; a test passes fakes to place without root). */
+        const tune_affinity_backend *affinity;
+        const tune_memmove_backend *memmove;
 } placement_inputs;
 
 int placement_new(const placement_inputs *in, Placement **ret);
@@ -57,14 +64,13 @@ typedef struct placement_stats {
 } placement_stats;
 void placement_get_stats(const Placement *p, placement_stats *ret);
 
-/* The attributed accelerators of mp that exist in all (at most max), for the planner. */
-unsigned placement_resolve_accels(const tune_accels *all, const managed_process *mp, const tune_accel **ret,
-                                  unsigned max);
-
-/* (Re)plan mp in placer under key with its rule, its accelerators (those of all) and its
- * claim, verified from its credentials below ctx (docs/trust.md). */
-int placement_set_process(tune_placer *placer, const tune_ctx *ctx, const tune_accels *all, const managed_process *mp,
-                          uint64_t key, tune_keys *ret_changed);
+/* (Re)plan mp in placer: its rule, its accelerators (those of all), its claim verified from
+ * its credentials below ctx (docs/trust.md), and its cgroup cpuset (cpuset, as
+ * process_cpuset_read() gave it). The keys of other processes whose plans that changed are
+ * added to *ret_changed (NULL: not wanted). What placement does at every re-plan, and
+ * --explain for each process it plans. */
+int placement_plan_process(tune_placer *placer, const tune_ctx *ctx, const tune_accels *all, const managed_process *mp,
+                           const process_cpuset *cpuset, tune_keys *ret_changed);
 
 /* Key of a managed process: pid and start time together, so a reused pid is another key. */
 uint64_t placement_key(pid_t pid, uint64_t start_time);
