@@ -59,7 +59,7 @@ echo "ok: check refuses the client's: $(tail -1 "$tmp/err")"
 
 # Only the manager's files name the Manager.
 plant manager
-sed -i 's|^#include "placement.h"|&\nstruct Manager;\ntypedef struct Manager Manager;\nint placement_peek(Manager *m);|' \
+sed -i '0,/^#include "/s//struct Manager;\ntypedef struct Manager Manager;\nint placement_peek(Manager *m);\n&/' \
         "$tmp/manager/daemon/placement/placement.c"
 if python3 "$tool" check "$tmp/manager" 2>"$tmp/err"; then fail "check passed placement naming the Manager"; fi
 grep -q 'daemon/placement/placement.c:[0-9]*: names the Manager' "$tmp/err" || fail "Manager: $(cat "$tmp/err")"

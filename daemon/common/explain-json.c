@@ -118,9 +118,16 @@ static const char *or_dash(const char *s) {
 
 /* What came from the process (its name, its environment's variable names, reasons that
  * quote them) is escaped for the terminal: a comm with ESC in it must not write control
- * sequences or fake lines (docs/trust.md). */
+ * sequences or fake lines (docs/trust.md); valid UTF-8 shows as written. */
 static const char *esc(const char *s, char *buf, size_t size) {
-        tune_escape(s, buf, size);
+        _cleanup_free_ char *e = NULL;
+
+        /* Not the backslash: a daemon's JSON comes escaped already (explain_escape_strings()),
+         * and must read the same as the one computed here. */
+        if (tune_escape_utf8(s, false, &e) < 0)
+                snprintf(buf, size, "%s", "(out of memory)");
+        else if (snprintf(buf, size, "%s", e) >= (int) size && size > 4)
+                memcpy(buf + size - 4, "...", 4);
         return buf;
 }
 
