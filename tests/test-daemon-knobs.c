@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* The daemon's knob part (daemon/knobs.c) through its plain inputs, no Manager: start
+/* The daemon's knob part (daemon/knobs/knobs.c) through its plain inputs, no Manager: start
  * journals the originals and writes the knobs, stop gives them back and removes the
  * journal; dry-run changes nothing; a state directory held by another owner stops it
  * before any write; one held by this daemon's StateDir already (the watcher's start) is

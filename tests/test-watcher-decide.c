@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* The process watcher's decisions (daemon/watcher-decide.c), as data: thread-list diffs,
+/* The process watcher's decisions (daemon/watcher/watcher-decide.c), as data: thread-list diffs,
  * the device-file retry backoff, what a match means, what changed on re-evaluation. */
 #include <errno.h>
 #include <setjmp.h>

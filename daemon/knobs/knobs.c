@@ -639,7 +639,7 @@ knob_status knobs_item_status(const Knobs *k, const tune_knob_item *it, const ch
         return status;
 }
 
-/* ---- npu-tuned --restore (daemon/restore.c) ----------------------------------------- */
+/* ---- npu-tuned --restore (daemon/core/restore.c) ----------------------------------------- */
 
 int knobs_restore_journal(const tune_ctx *ctx, tune_journal *j, const char *state_dir) {
         test_hooks test;

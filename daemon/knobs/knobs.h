@@ -66,7 +66,7 @@ const tune_knob_plan *knobs_get_plan(const Knobs *k);
  * else "". */
 knob_status knobs_item_status(const Knobs *k, const tune_knob_item *it, const char **ret_note);
 
-/* For `--restore` (daemon/restore.c). The journal a previous run left in state_dir:
+/* For `--restore` (daemon/core/restore.c). The journal a previous run left in state_dir:
  * 0 with *ret NULL when there is none (or it is from an earlier boot, then removed);
  * < 0 when it is unusable, logged: the knobs must then be left alone. */
 int knobs_load_journal(const tune_ctx *ctx, const char *state_dir, tune_journal **ret);

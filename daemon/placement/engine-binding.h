@@ -35,7 +35,7 @@ bool binding_threads_moved(const tune_ctx *ctx, const tune_affinity_backend *bac
                            const tune_cpuset *start, pid_t *ret_tid, tune_cpuset *ret_mask);
 
 /* Add "binding" ("daemon", "engine", "watching"), "binding_reason" and, when report is
- * not NULL, "engine_report" to an explanation (daemon/explain-json.h). */
+ * not NULL, "engine_report" to an explanation (daemon/common/explain-json.h). */
 struct json_object;
 int binding_to_json(binder b, const char *why, const char *report, struct json_object *j);
 

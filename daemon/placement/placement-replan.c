@@ -71,7 +71,7 @@ void apply_process(Placement *p, managed_process *mp) {
         tune_affinity_stats stats = {};
         int r;
 
-        /* Only when npu-tuned binds (daemon/binding.h): never two binders on one task. */
+        /* Only when npu-tuned binds (daemon/placement/engine-binding.h): never two binders on one task. */
         if (!pl || pp->binder != BINDER_DAEMON)
                 return;
         if (pl->action != TUNE_PLAN_PLACE) {

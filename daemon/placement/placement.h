@@ -44,7 +44,7 @@ int placement_reset(Placement *p, const tune_policy *policy, const tune_accels *
 extern const watcher_ops placement_watcher_ops;
 
 /* What the daemon knows of mp beyond its plan, added to its explanation
- * (daemon/explain-json.h): its container and cgroup cpuset, who binds its threads. */
+ * (daemon/common/explain-json.h): its container and cgroup cpuset, who binds its threads. */
 struct json_object;
 int placement_describe(const Placement *p, const managed_process *mp, struct json_object *j);
 

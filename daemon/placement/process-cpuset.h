@@ -32,7 +32,7 @@ void process_cpuset_unwatch_mounts(void);
 /* The planner's view (NULL: not restricted). */
 const tune_plan_cpuset *process_cpuset_for_plan(const process_cpuset *c) _pure_;
 /* Add "container", and when restricted "cgroup_cpus", "cgroup_mems", "cgroup" to an
- * explanation (daemon/explain-json.h). */
+ * explanation (daemon/common/explain-json.h). */
 struct json_object;
 int process_cpuset_to_json(const process_cpuset *c, struct json_object *j);
 /* " (pod ... container ...)" or "", to put beside a pid. */

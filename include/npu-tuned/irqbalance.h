@@ -2,7 +2,7 @@
 #pragma once
 
 /* irqbalance's control socket protocol, the text side (the socket is the daemon's,
- * daemon/irqbalance.c). irqbalance (1.x) accepts one command per connection from a root
+ * daemon/knobs/irqbalance-client.c). irqbalance (1.x) accepts one command per connection from a root
  * peer (SCM_CREDENTIALS), reads at most 500 bytes and answers "setup" and "stats":
  *   "setup"                       -> "SLEEP <s> [IRQ <n> LOAD <l> DIFF <d> CLASS <c> ]... BANNED <hex mask>"
  *   "settings ban irqs <n> <n>..." the IRQs it must leave alone (replaces the list,
