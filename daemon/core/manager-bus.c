@@ -222,6 +222,48 @@ static int check_privileged(sd_bus_message *msg, const char *what, sd_bus_error 
         return 0;
 }
 
+/* Who calls, and what /proc would show them of other users' processes (docs/trust.md):
+ * root sees everything; anyone sees their own processes whole; of another user's, a
+ * caller sees what /proc shows everyone (its pid, comm, CPUs), nothing taken from its
+ * environment or its open files, and nothing at all when /proc hides it (hidepid=). */
+typedef struct caller {
+        uid_t euid;
+        bool root;
+        bool others_hidden; /* /proc is mounted hidepid= and the caller is not in its gid= */
+} caller;
+
+static void caller_of(Manager *m, sd_bus_message *msg, caller *ret) {
+        _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
+        tune_proc_visibility v;
+        const gid_t *gids = NULL;
+        gid_t egid;
+        int n;
+
+        /* Unknown: the least is shown. */
+        *ret = (caller) { .euid = (uid_t) -1, .others_hidden = true };
+        if (sd_bus_query_sender_creds(msg, SD_BUS_CREDS_EUID | SD_BUS_CREDS_EGID | SD_BUS_CREDS_SUPPLEMENTARY_GIDS |
+                                                   SD_BUS_CREDS_AUGMENT,
+                                      &creds) < 0 ||
+            sd_bus_creds_get_euid(creds, &ret->euid) < 0)
+                return;
+        ret->root = ret->euid == 0;
+        if (ret->root || tune_proc_read_visibility(m->ctx, &v) < 0)
+                return;
+        ret->others_hidden = v.hidepid != TUNE_PROC_HIDEPID_OFF;
+        if (!ret->others_hidden || !v.has_gid)
+                return;
+        if (sd_bus_creds_get_egid(creds, &egid) >= 0 && egid == v.gid)
+                ret->others_hidden = false;
+        n = sd_bus_creds_get_supplementary_gids(creds, &gids);
+        for (int i = 0; i < n && ret->others_hidden; i++)
+                if (gids[i] == v.gid)
+                        ret->others_hidden = false;
+}
+
+static bool caller_owns(const caller *c, uid_t owner) {
+        return c->root || c->euid == owner;
+}
+
 static int append_roles(sd_bus_message *reply, const tune_plan *pl) {
         int r = sd_bus_message_open_container(reply, 'a', "(ss)");
 
@@ -234,7 +276,7 @@ static int append_roles(sd_bus_message *reply, const tune_plan *pl) {
         return r < 0 ? r : sd_bus_message_close_container(reply);
 }
 
-static int append_process(sd_bus_message *reply, Manager *m, const managed_process *mp) {
+static int append_process(sd_bus_message *reply, Manager *m, const managed_process *mp, const caller *c) {
         const tune_plan *pl = m->placement ? placement_get(m->placement, mp) : NULL;
         _cleanup_free_ char *accels = NULL, *mem = NULL, *comm = NULL;
         int r;
@@ -242,7 +284,11 @@ static int append_process(sd_bus_message *reply, Manager *m, const managed_proce
         /* The comm is the process's own choice: escaped, so that one name that is not
          * UTF-8 cannot fail the reply for every caller (docs/trust.md). */
         r = tune_escape_utf8(mp->comm, true, &comm);
-        if (r >= 0)
+        /* Accelerators named by the rule are the policy's; the others were read from the
+         * process's environment or its open files, which /proc shows its owner only. */
+        bool shown = caller_owns(c, mp->uid) || mp->attribution.source == TUNE_ATTRIBUTION_RULE ||
+                     mp->attribution.source == TUNE_ATTRIBUTION_NONE;
+        if (r >= 0 && shown)
                 r = tune_attribution_format_accels(&mp->attribution, &accels);
         if (r >= 0 && pl)
                 r = tune_cpuset_format_list(&pl->mem_nodes, &mem);
@@ -250,7 +296,8 @@ static int append_process(sd_bus_message *reply, Manager *m, const managed_proce
                 r = sd_bus_message_open_container(reply, 'r', "utssssa(ss)sd");
         if (r >= 0)
                 r = sd_bus_message_append(reply, "utssss", (uint32_t) mp->pid, mp->start_time, comm, mp->rule->name,
-                                          accels, tune_attribution_source_to_string(mp->attribution.source));
+                                          or_empty(accels),
+                                          shown ? tune_attribution_source_to_string(mp->attribution.source) : "-");
         if (r >= 0)
                 r = append_roles(reply, pl);
         if (r >= 0)
@@ -263,8 +310,10 @@ static int method_list_processes(sd_bus_message *msg, void *userdata, sd_bus_err
         _cleanup_free_ pid_t *pids = NULL;
         Manager *m = userdata;
         size_t n = 0;
+        caller c;
         int r;
 
+        caller_of(m, msg, &c);
         if (m->watcher) {
                 r = watcher_managed_pids(m->watcher, &pids, &n);
                 if (r < 0)
@@ -275,8 +324,8 @@ static int method_list_processes(sd_bus_message *msg, void *userdata, sd_bus_err
                 r = sd_bus_message_open_container(reply, 'a', "(utssssa(ss)sd)");
         for (size_t i = 0; r >= 0 && i < n; i++) {
                 const managed_process *mp = watcher_find(m->watcher, pids[i]);
-                if (mp)
-                        r = append_process(reply, m, mp);
+                if (mp && (!c.others_hidden || caller_owns(&c, mp->uid)))
+                        r = append_process(reply, m, mp, &c);
         }
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
@@ -302,14 +351,21 @@ static int method_explain(sd_bus_message *msg, void *userdata, sd_bus_error *err
         _cleanup_(json_object_putp) json_object *j = NULL;
         Manager *m = userdata;
         uint32_t pid;
+        caller c;
         int r;
 
         r = read_pid(msg, &pid, error);
         if (r < 0)
                 return r;
-        r = manager_explain(m, (pid_t) pid, &j);
+        caller_of(m, msg, &c);
+        r = manager_explain(m, (pid_t) pid, c.root ? 0 : c.euid, &j);
         if (r == -ESRCH)
                 return sd_bus_error_setf(error, NPU_BUS_ERROR_NO_SUCH_PROCESS, "No process %u.", pid);
+        if (r == -EACCES)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                         "Process %u is not yours: npu-tuned explains a process to root and to its "
+                                         "owner only.",
+                                         pid);
         if (r >= 0)
                 r = explain_escape_strings(j);
         if (r < 0)

@@ -24,14 +24,17 @@
 #include "process-cpuset.h"
 #include "watcher.h"
 
-int manager_explain(Manager *m, pid_t pid, json_object **ret) {
+int manager_explain(Manager *m, pid_t pid, uid_t asker, json_object **ret) {
         managed_process *mp = m->watcher ? watcher_find(m->watcher, pid) : NULL;
         const tune_policy_rule *rule;
+        tune_proc_status status;
         tune_proc_stat st;
         tune_proc_facts f;
         char reason[256];
         bool retitle = false;
 
+        if (mp && asker != 0 && mp->uid != asker)
+                return -EACCES;
         if (mp) {
                 _cleanup_(tune_plan_done) tune_plan pl = {};
                 bool planned = m->placement && placement_explain_plan(m->placement, mp, &pl) >= 0;
@@ -48,6 +51,10 @@ int manager_explain(Manager *m, pid_t pid, json_object **ret) {
                                                  "the process watcher is off (--root or --no-watch)", ret);
         if (pid <= 0 || tune_proc_read_stat(m->ctx, pid, &st) < 0)
                 return -ESRCH;
+        /* Whether a rule would match it says something of its executable, user and cgroup:
+         * its owner's (the real uid, as the rules match it) to know. */
+        if (asker != 0 && (tune_proc_read_status(m->ctx, pid, &status) < 0 || status.ruid != asker))
+                return -EACCES;
         /* Not managed: say whether the rules would match it now (read-only: the watcher's
          * registry is not touched). */
         tune_proc_facts_init(&f, m->ctx, pid, st.comm);

@@ -47,10 +47,13 @@ int manager_load_policy(Manager *m);
  * one kept. *ret_message (may be NULL): one line for the PolicyReloaded signal and the
  * D-Bus error, "" on success (the caller frees it). */
 int manager_reload_policy(Manager *m, char **ret_message);
-/* manager-explain.c: what this daemon applied to pid, as explain-json.h's object.
+/* manager-explain.c: what this daemon applied to pid, as explain-json.h's object, for
+ * asker: root (0) or a process's owner gets its explanation; anyone else -EACCES, so that
+ * nothing of another user's process (values from its environment, whether a rule matches
+ * its executable, user or cgroup) is told that /proc would not show (docs/trust.md).
  * -ESRCH: no such process. */
 struct json_object;
-int manager_explain(Manager *m, pid_t pid, struct json_object **ret);
+int manager_explain(Manager *m, pid_t pid, uid_t asker, struct json_object **ret);
 /* npu-tuned --explain without a daemon to ask: the same, from a Manager of its own that
  * evaluates and plans every process as the start-up scan does. Messages are printed;
  * -EOPNOTSUPP below a --root (a usage error), -ESRCH no such process. */

@@ -9,7 +9,8 @@ Cpus_allowed_list), not only against the daemon:
     CPUs its threads really have;
   - npu-tuned --explain PID and npu-tunectl explain ask the daemon (source "daemon") and
     report the CPUs the threads really have;
-  - Explain() of no process: NoSuchProcess;
+  - Explain() of no process: NoSuchProcess; of root's process as nobody: AccessDenied,
+    not yours, whether it is managed or not;
   - Reload() with the same rules: PolicyReloaded(true), no ProcessReleased, the same CPUs;
   - Release() as nobody: AccessDenied, nothing moves; as root: every thread back on its
     original CPUs, ProcessReleased, and a Rescan() does not take it back;
@@ -24,7 +25,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -48,29 +48,6 @@ def expect(cond, what):
     print(f"ok: {what}")
 
 
-def start(bus, policy_dir, state_dir, log_path):
-    sock_path = os.path.join(state_dir + ".notify")
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    sock.bind(sock_path)
-    sock.settimeout(0.05)
-    env = dict(bus.env, NOTIFY_SOCKET=sock_path)
-    env.pop("JOURNAL_STREAM", None)
-    log = open(log_path, "w")
-    d = subprocess.Popen([npu_tuned, "--policy-dir", policy_dir, "--state-dir", state_dir, "--bus=system", "-v"],
-                         env=env, stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        try:
-            if "READY=1" in sock.recv(4096).decode().split("\n"):
-                sock.close()
-                return d
-        except socket.timeout:
-            pass
-        if d.poll() is not None:
-            break
-    fail(f"npu-tuned did not become ready:\n{open(log_path).read()}")
-
-
 tmp = tempfile.mkdtemp(prefix="npu-bus-live-")
 bus = buslib.Bus()
 daemon = target = None
@@ -83,7 +60,7 @@ try:
     with open(path, "w") as f:
         json.dump(livetest.placing_policy("bus-live: threads-target by role"), f)
     os.chmod(path, 0o644)
-    daemon = start(bus, policy_dir, state_dir, log_path)
+    daemon = buslib.start_daemon(bus, npu_tuned, policy_dir, state_dir, log_path)
     mon = bus.monitor()
     original = livetest.allowed(os.getpid(), os.getpid())
     target = subprocess.Popen([target_bin, "--control", "2", "--compute", "2", "--timeout", "60"],
@@ -137,6 +114,12 @@ try:
     expect("as the running npu-tuned placed it" in text, "npu-tunectl explain (text) says it is the daemon's")
     err, msg = bus.call_error("Explain", "uint32:4194303")
     expect(err == "org.nputuned1.Error.NoSuchProcess", f"Explain(no such process): {err}")
+    # Another user's process: nothing of it that /proc would not show the caller, not even
+    # whether a rule matches it (managed here, or not: the same answer).
+    for pid in (target.pid, os.getpid()):
+        err, msg = bus.call_error("Explain", f"uint32:{pid}", run_as="nobody")
+        expect(err == "org.freedesktop.DBus.Error.AccessDenied" and "not yours" in msg and "threads-target" not in msg,
+               f"Explain() of root's process {pid} as nobody: not yours ({err})")
     err, msg = bus.call_error("Release", f"uint32:{os.getpid()}")
     expect(err == "org.nputuned1.Error.NotManaged", f"Release(an unmanaged process): {err}")
 
@@ -178,7 +161,7 @@ try:
                                       "ListProcesses", run_as="nobody").stdout)["data"][0]
         expect([p[2] for p in procs if p[0] == bad.pid] == [escaped],
                f"ListProcesses() (as nobody) answers with a non-UTF-8 comm, escaped: {[p[2] for p in procs]}")
-        ex = json.loads(bus.run([tunectl, "--json", "explain", str(bad.pid)], run_as="nobody").stdout)
+        ex = json.loads(bus.run([tunectl, "--json", "explain", str(bad.pid)]).stdout)
         expect(ex["comm"] == escaped, f"Explain() of it answers, its comm escaped: {ex['comm']!r}")
         out = bus.run([tunectl, "processes"], run_as="nobody").stdout
         expect("\x1b" not in out and "\x07" not in out and escaped in out,

@@ -9,6 +9,7 @@ import pwd
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -28,6 +29,31 @@ def skip(why):
 def fail(why):
     print(f"FAIL: {why}")
     sys.exit(1)
+
+
+def start_daemon(bus, npu_tuned, policy_dir, state_dir, log_path, wrap=()):
+    """npu-tuned -v on bus's system bus, as a Type=notify service: returned once it has
+    sent READY=1. wrap: a command line to run it under (unshare ...)."""
+    sock_path = os.path.join(state_dir + ".notify")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(sock_path)
+    sock.settimeout(0.05)
+    env = dict(bus.env, NOTIFY_SOCKET=sock_path)
+    env.pop("JOURNAL_STREAM", None)
+    log = open(log_path, "w")
+    d = subprocess.Popen([*wrap, npu_tuned, "--policy-dir", policy_dir, "--state-dir", state_dir, "--bus=system", "-v"],
+                         env=env, stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        try:
+            if "READY=1" in sock.recv(4096).decode().split("\n"):
+                sock.close()
+                return d
+        except socket.timeout:
+            pass
+        if d.poll() is not None:
+            break
+    fail(f"npu-tuned did not become ready:\n{open(log_path).read()}")
 
 
 def require_tools():
