@@ -502,16 +502,17 @@ static void test_release_all(void **state) {
 }
 
 /* A match refused because the table of managed processes is full is not forgotten: when
- * a managed process goes, it is evaluated again (before: never managed, nothing retried). */
+ * a managed process goes, it is evaluated again (before: never managed, nothing retried).
+ * (The trainer rule names no user: its matches are held to the table's size.) */
 static void test_refused_match_retried(void **state) {
         world *t = *state;
         watcher_stats st;
 
         t->w->params.max_managed = 1;
-        put_process(t, 100, 1000, "vllm", "/usr/bin/python3");
+        put_process(t, 100, 1000, "trainer", "/usr/bin/python3");
         exec_event(t, 100);
-        expect(t, "matched 100 vllm threads=1\n");
-        put_process(t, 200, 2000, "sglang", "/usr/bin/python3");
+        expect(t, "matched 100 trainer threads=1\n");
+        put_process(t, 200, 2000, "trainer", "/usr/bin/python3");
         exec_event(t, 200);
         expect(t, ""); /* no room */
         drop(t, 100, 0);
@@ -519,9 +520,37 @@ static void test_refused_match_retried(void **state) {
         expect(t, "exit 100 exited\n");
         for (int i = 0; i < 5; i++)
                 assert_true(sd_event_run(t->event, 0) >= 0);
-        expect(t, "matched 200 sglang threads=1\n");
+        expect(t, "matched 200 trainer threads=1\n");
         watcher_get_stats(t->w, &st);
         assert_int_equal(st.retried, 1);
+}
+
+/* A full table does not keep root's server out (docs/trust.md, "Trust tiers"): other
+ * users' look-alikes may fill max_managed_processes, but a vouched match (root's, or a
+ * rule that names its user or cgroup) is managed all the same; another user's is not. */
+static void test_table_full_vouched(void **state) {
+        world *t = *state;
+        watcher_stats st;
+
+        t->w->params.max_managed = 1;
+        put_process(t, 100, 1000, "trainer", "/usr/bin/python3");
+        exec_event(t, 100);
+        expect(t, "matched 100 trainer threads=1\n");
+        put_process(t, 200, 2000, "trainer", "/usr/bin/python3");
+        exec_event(t, 200);
+        expect(t, ""); /* no room for uid 1000's second: the rule names no user */
+        /* Root's: vouched. */
+        put_process(t, 300, 3000, "trainer", "/usr/bin/python3");
+        put(t, "proc/300/status", "Name:\ttrainer\nTgid:\t300\nPid:\t300\nPPid:\t1\nUid:\t0\t0\t0\t0\n");
+        exec_event(t, 300);
+        expect(t, "matched 300 trainer threads=1\n");
+        /* A rule that names the user (vllm: "user": 1000): vouched too. */
+        put_process(t, 400, 4000, "vllm", "/usr/bin/python3");
+        exec_event(t, 400);
+        expect(t, "matched 400 vllm threads=1\n");
+        watcher_get_stats(t->w, &st);
+        assert_int_equal(st.managed, 3);
+        assert_int_equal(st.skipped_full, 1);
 }
 
 /* Renames of one process within 100 ms of an evaluation are folded into one evaluation at
@@ -790,6 +819,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_matches_per_user, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_overruns_coalesced, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_refused_match_retried, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_table_full_vouched, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_renames_debounced, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_exec_match_lists_no_threads, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_release_all, setup, teardown),

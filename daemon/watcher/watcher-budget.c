@@ -23,6 +23,10 @@ unsigned watcher_budget_per_uid(const Watcher *w) {
         return n < PER_UID_MIN ? PER_UID_MIN : n;
 }
 
+bool watcher_budget_vouched(const tune_policy_rule *rule, uid_t uid) {
+        return uid == 0 || (rule && (rule->n_match_uids > 0 || rule->match_cgroup));
+}
+
 static watcher_uid_count *find(Watcher *w, uid_t uid) {
         for (unsigned i = 0; i < w->n_uid_counts; i++)
                 if (w->uid_counts[i].uid == uid)

@@ -64,7 +64,7 @@ static int entry_evict(Watcher *w, const uid_t *of_uid) {
         return 0;
 }
 
-Entry *entry_new(Watcher *w, pid_t pid, uint64_t start_time, pid_t ppid, uid_t uid, bool for_match) {
+Entry *entry_new(Watcher *w, pid_t pid, uint64_t start_time, pid_t ppid, uid_t uid, bool for_match, bool vouched) {
         Entry *e;
 
         /* A user's share of entries bounds its matches too (one user starting thousands of
@@ -78,7 +78,7 @@ Entry *entry_new(Watcher *w, pid_t pid, uint64_t start_time, pid_t ppid, uid_t u
                         watcher_budget_warn_refused(w, uid, pid);
                 return NULL;
         }
-        if (w->stats.candidates >= w->params.max_managed && (!for_match || entry_evict(w, NULL) < 0)) {
+        if (w->stats.candidates >= w->params.max_managed && (!for_match || (!vouched && entry_evict(w, NULL) < 0))) {
                 w->stats.skipped_full++;
                 return NULL;
         }

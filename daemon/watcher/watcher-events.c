@@ -124,7 +124,7 @@ static void handle_fork(Watcher *w, pid_t parent_tgid, pid_t child_pid, pid_t ch
          * event behind it); the EXEC reads the stat anyway. Until something reads it, the
          * stream vouches for the pid (entry_same_process()); a child that exits first
          * costs no read at all. Its name is its parent's, as the kernel copies it. */
-        e = entry_new(w, child_pid, 0, parent_tgid, parent->budget_uid, false);
+        e = entry_new(w, child_pid, 0, parent_tgid, parent->budget_uid, false, false);
         if (!e)
                 return;
         e->start_pending = true;

@@ -127,6 +127,11 @@ static inline int watcher_cmp_pid(const void *a, const void *b) {
 
 /* Budgets: entries per user, room for a real match (watcher-budget.c). */
 unsigned watcher_budget_per_uid(const Watcher *w);
+/* Whether a match of rule by a process of real uid is vouched for by someone other than
+ * the process (docs/trust.md, "Trust tiers"): root's, or the rule names its user or
+ * cgroup. Such a match is exempt from the global caps (max_managed_processes): a table
+ * that other users' look-alikes have filled does not keep root's server unmanaged. */
+bool watcher_budget_vouched(const tune_policy_rule *rule, uid_t uid) _pure_;
 unsigned watcher_budget_count(Watcher *w, uid_t uid);
 int watcher_budget_add(Watcher *w, uid_t uid);
 void watcher_budget_remove(Watcher *w, uid_t uid);
@@ -156,8 +161,9 @@ void entry_drop_pidfd(Entry *e);
 void entry_drop_status(Entry *e);
 void entry_free(Entry *e);
 /* uid: whose process it is (the per-user budget). for_match: a rule matches it, so it may
- * evict a mere candidate when the table is full, and is not held to the user's budget. */
-Entry *entry_new(Watcher *w, pid_t pid, uint64_t start_time, pid_t ppid, uid_t uid, bool for_match);
+ * evict a mere candidate when the table is full, and is not held to the user's budget;
+ * vouched (watcher_budget_vouched()): it is taken even when the table is full. */
+Entry *entry_new(Watcher *w, pid_t pid, uint64_t start_time, pid_t ppid, uid_t uid, bool for_match, bool vouched);
 void entry_unmatch(Entry *e, watcher_exit_reason reason);
 void entry_release(Entry *e, watcher_exit_reason reason);
 int entry_alive(Entry *e);

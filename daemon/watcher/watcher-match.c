@@ -191,7 +191,7 @@ static int entry_manage(Entry *e, int *pidfd, bool at_exec) {
         uint64_t now = watcher_now_usec(w);
         int fd, r;
 
-        if (w->stats.managed >= w->params.max_managed) {
+        if (w->stats.managed >= w->params.max_managed && !watcher_budget_vouched(e->p.rule, e->p.uid)) {
                 w->stats.skipped_full++;
                 if (!w->warned_full)
                         log_warning("Already managing %u processes (max_managed_processes), not managing more.",
@@ -324,7 +324,8 @@ void watcher_evaluate_facts(Watcher *w, Entry *e, const tune_proc_stat *st, tune
         }
         if (!e) {
                 uid_t uid = tune_proc_facts_get(&f, TUNE_FACT_UID) ? f.uid : (uid_t) -1;
-                e = entry_new(w, st->pid, st->start_time, st->ppid, uid, action == WATCHER_MATCH_MANAGE);
+                e = entry_new(w, st->pid, st->start_time, st->ppid, uid, action == WATCHER_MATCH_MANAGE,
+                              action == WATCHER_MATCH_MANAGE && watcher_budget_vouched(rule, uid));
                 if (!e) {
                         tune_proc_facts_done(&f);
                         return;

@@ -149,7 +149,7 @@ void watcher_resync(Watcher *w) {
                 /* A child of a known process inherits its parent's environment capture. */
                 Entry *parent = st.ppid > 0 ? registry_get(w->registry, st.ppid) : NULL;
                 if (parent && (parent->matched || tune_env_capture_usable(&parent->p.env))) {
-                        e = entry_new(w, st.pid, st.start_time, st.ppid, parent->budget_uid, false);
+                        e = entry_new(w, st.pid, st.start_time, st.ppid, parent->budget_uid, false, false);
                         if (e && parent->p.env.state == TUNE_ENV_READ &&
                             tune_env_capture_copy(&e->p.env, &parent->p.env) >= 0) {
                                 if (!e->p.env.inherited)
