@@ -89,25 +89,25 @@ static void test_verify(void **state) {
         /* The attack: nobody names a program like a worker, with ASCEND_RT_VISIBLE_DEVICES=0. */
         tune_claim_input in = { .rule = &rule, .attribution = &env, .accels = one, .n_accels = 1, .creds = &nobody };
         assert_int_equal(tune_claim_verify(ctx, &in, &c), 0);
-        assert_true(c.unverified);
+        assert_int_equal(c.tier, TUNE_CLAIM_UNVERIFIED);
         assert_int_equal(c.uid, 65534);
         assert_string_equal(c.why, "uid 65534 may not open /dev/davinci0 (mode 0660, owner 0, group 1005)");
         /* The real server: a service account in the device's group. */
         in.creds = &service;
         assert_int_equal(tune_claim_verify(ctx, &in, &c), 0);
-        assert_false(c.unverified);
+        assert_int_equal(c.tier, TUNE_CLAIM_VERIFIED);
         assert_string_equal(c.why, "may open /dev/davinci0");
         /* Root (vLLM in a container as root). */
         in.creds = &rootc;
         assert_int_equal(tune_claim_verify(ctx, &in, &c), 0);
-        assert_false(c.unverified);
+        assert_int_equal(c.tier, TUNE_CLAIM_VOUCHED);
         assert_string_equal(c.why, "runs as root");
         /* Every accelerator must be openable: one without a node does not verify. */
         in.creds = &service;
         in.accels = both;
         in.n_accels = 2;
         assert_int_equal(tune_claim_verify(ctx, &in, &c), 0);
-        assert_true(c.unverified);
+        assert_int_equal(c.tier, TUNE_CLAIM_UNVERIFIED);
         assert_string_equal(c.why, "/dev/davinci7 is not a device node here");
         /* A device anyone may open (NVIDIA's default 0666): verified, and so the per-user
          * shares of the plan are what protects another user's pool. */
@@ -115,30 +115,30 @@ static void test_verify(void **state) {
         in.accels = gpu;
         in.n_accels = 1;
         assert_int_equal(tune_claim_verify(ctx, &in, &c), 0);
-        assert_false(c.unverified);
+        assert_int_equal(c.tier, TUNE_CLAIM_VERIFIED);
         /* Holding the device open verifies (a remapped container root, say). */
         in.accels = one;
         in.attribution = &fds;
         assert_int_equal(tune_claim_verify(ctx, &in, &c), 0);
-        assert_false(c.unverified);
+        assert_int_equal(c.tier, TUNE_CLAIM_VERIFIED);
         assert_string_equal(c.why, "holds its accelerators' device files open");
         in.attribution = &env;
         /* The rule names its user: the author vouches (the matcher saw the uid). */
         rule.match_uids = &vllm;
         rule.n_match_uids = 1;
         assert_int_equal(tune_claim_verify(ctx, &in, &c), 0);
-        assert_false(c.unverified);
+        assert_int_equal(c.tier, TUNE_CLAIM_VOUCHED);
         rule.match_uids = NULL;
         rule.n_match_uids = 0;
         /* "claims": "any" believes anyone (--check-policy warns about it). */
         rule.claims_any = true;
         assert_int_equal(tune_claim_verify(ctx, &in, &c), 0);
-        assert_false(c.unverified);
+        assert_int_equal(c.tier, TUNE_CLAIM_VERIFIED);
         rule.claims_any = false;
         /* No accelerator at all: nothing to check against. */
         in.n_accels = 0;
         assert_int_equal(tune_claim_verify(ctx, &in, &c), 0);
-        assert_true(c.unverified);
+        assert_int_equal(c.tier, TUNE_CLAIM_UNVERIFIED);
 }
 
 static int setup(void **state) {

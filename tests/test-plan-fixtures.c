@@ -172,11 +172,12 @@ static void plan_real_and_fakes(const fixture *f, const tune_policy_rule *rule, 
                 assert_non_null(npu[i]);
                 /* The real server: a service account whose group may open /dev/davinci*. */
                 reqs[i] = (tune_plan_request) { .key = i, .rule = rule, .accels = &npu[i], .n_accels = 1,
-                                                .claim = { .uid = 1001, .why = "may open /dev/davinci" } };
+                                                .claim = { .uid = 1001, .tier = TUNE_CLAIM_VERIFIED,
+                                                           .why = "may open /dev/davinci" } };
         }
         for (unsigned i = 0; i < n_fakes; i++)
                 reqs[n_real + i] = (tune_plan_request) { .key = 100 + i, .rule = rule, .accels = &npu0, .n_accels = 1,
-                                                         .claim = { .uid = 65534, .unverified = !fakes_verified } };
+                                                         .claim = { .uid = 65534, .tier = fakes_verified ? TUNE_CLAIM_VERIFIED : TUNE_CLAIM_UNVERIFIED } };
         for (unsigned i = 0; i < n_real + n_fakes; i++)
                 out[i] = (tune_plan) {};
         assert_int_equal(tune_plan_compute(f->t, &params, reqs, n_real + n_fakes, out), 0);
@@ -237,6 +238,32 @@ static void test_generated_atlas_fake_claims(void **state) {
         assert_set(&out[0].pool, "0-11");
         assert_true(tune_cpuset_is_empty(&out[0].borrowed_nodes));
         done_all(out, 1 + N_FAKES);
+
+        /* The same host (anyone may open the device, so every claim verifies) with the real
+         * server running as root, and 3 other users' look-alikes on its accelerator: root
+         * is vouched for, the others only verified by access, so the server keeps its
+         * whole pool; before trust tiers each uid took a share and root got 6 CPUs. */
+        {
+                const tune_accel *npu0 = tune_accels_find(&f.accels, "ascend", 0);
+                tune_plan_params params = { .housekeeping_cpus_per_node = 0 };
+                tune_plan_request reqs[4];
+
+                reqs[0] = (tune_plan_request) { .key = 0, .rule = &rule, .accels = &npu0, .n_accels = 1,
+                                                .claim = { .uid = 0, .tier = TUNE_CLAIM_VOUCHED, .why = "runs as root" } };
+                for (unsigned i = 1; i < 4; i++)
+                        reqs[i] = (tune_plan_request) { .key = i, .rule = &rule, .accels = &npu0, .n_accels = 1,
+                                                        .claim = { .uid = 1000 + i, .tier = TUNE_CLAIM_VERIFIED,
+                                                                   .why = "may open /dev/davinci0" } };
+                for (unsigned i = 0; i < 4; i++)
+                        out[i] = (tune_plan) {};
+                assert_int_equal(tune_plan_compute(f.t, &params, reqs, 4, out), 0);
+                assert_int_equal(out[0].action, TUNE_PLAN_PLACE);
+                assert_set(&out[0].pool, "0-23");
+                assert_set(&out[0].role_cpus[TUNE_ROLE_CONTROL], "0-1");
+                for (unsigned i = 1; i < 4; i++)
+                        assert_false(tune_cpuset_overlaps(&out[i].pool, &out[0].pool));
+                done_all(out, 4);
+        }
         fixture_done(&f);
 }
 

@@ -72,6 +72,42 @@ static void assert_invariants(const tune_topology *t, const tune_plan_params *pa
         }
 }
 
+/* memory.shared moves pages a process shares with others (MPOL_MF_MOVE_ALL): only for a
+ * claim someone other than the process vouches for (root's, a named user or cgroup). A
+ * look-alike that can open the devices (verified by its own access) moves its own pages
+ * only, and its plan says so (docs/trust.md, "Trust tiers"). */
+static void test_memory_shared_vouched_only(void **state) {
+        _cleanup_(tune_topology_freep) tune_topology *t = fake_atlas_800i_a2();
+        tune_policy_rule rule = make_rule(2, 8, 0);
+        tune_plan_params params = { .housekeeping_cpus_per_node = 2 };
+        tune_accel npus[4];
+        const tune_accel *ptr[2];
+        tune_plan_request reqs[2];
+        tune_plan out[2] = {};
+        bool said = false;
+        (void) state;
+
+        rule.memory_shared = true;
+        fake_atlas_npus(npus);
+        for (unsigned k = 0; k < 2; k++) {
+                ptr[k] = &npus[k];
+                reqs[k] = (tune_plan_request) { .key = k, .rule = &rule, .accels = &ptr[k], .n_accels = 1 };
+        }
+        reqs[0].claim = (tune_claim) { .uid = 0, .tier = TUNE_CLAIM_VOUCHED, .why = "runs as root" };
+        reqs[1].claim = (tune_claim) { .uid = 1000, .tier = TUNE_CLAIM_VERIFIED, .why = "may open /dev/davinci1" };
+        assert_int_equal(tune_plan_compute(t, &params, reqs, 2, out), 0);
+        assert_int_equal(out[0].action, TUNE_PLAN_PLACE);
+        assert_int_equal(out[1].action, TUNE_PLAN_PLACE);
+        assert_false(tune_cpuset_is_empty(&out[0].mem_nodes));
+        assert_false(tune_cpuset_is_empty(&out[1].mem_nodes));
+        assert_true(out[0].memory_shared);
+        assert_false(out[1].memory_shared);
+        for (unsigned i = 0; i < out[1].n_reasons; i++)
+                said = said || strstr(out[1].reasons[i], "its own pages only");
+        assert_true(said);
+        placements_done(out, 2);
+}
+
 /* The Atlas 800I A2 with one process per NPU (TP4 as four workers): each gets CPUs on its
  * NPU's node, 2 housekeeping CPUs per node stay free, control 2 + compute 8, no overlap. */
 static void test_atlas_four_processes(void **state) {
@@ -773,6 +809,7 @@ static void test_placer_random(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_atlas_four_processes),
+                cmocka_unit_test(test_memory_shared_vouched_only),
                 cmocka_unit_test(test_reference_memory_case),
                 cmocka_unit_test(test_unknown_accelerator_node),
                 cmocka_unit_test(test_too_few_cpus),

@@ -70,6 +70,25 @@ JSON
 expect 0 "$tmp/any.json: processes[0].claims: warning: is \"any\" and the rule names no user or cgroup: any user can start a process it matches and take CPUs next to an accelerator; add match.user or match.cgroup, or leave claims \"verified\" (docs/trust.md) (line 4, column 57)" \
         -- --check-policy "$tmp/any.json"
 rm "$tmp/any.json"
+# Shared pages moved for a rule any user can satisfy: a warning; the shipped Atlas example
+# moves none (docs/trust.md, "Trust tiers").
+cat >"$tmp/shared.json" <<'JSON'
+{
+  "version": 1,
+  "processes": [
+    { "name": "w", "match": { "exe": "*/python3*" }, "memory": { "migrate": true, "shared": true } }
+  ]
+}
+JSON
+expect 0 - -- --check-policy "$tmp/shared.json"
+grep -q '^.*processes\[0\].memory: warning: moves shared pages (shared: true) and the rule names no user or cgroup' "$tmp/err" ||
+        fail "no warning for memory.shared on a rule anyone can satisfy: $(cat "$tmp/err")"
+sed -i 's|"match": { "exe": "\*/python3\*" }|"match": { "exe": "*/python3*", "user": "root" }|' "$tmp/shared.json"
+expect 0 - -- --check-policy "$tmp/shared.json"
+grep -q 'moves shared pages' "$tmp/err" && fail "a warning for memory.shared on a rule that names its user: $(cat "$tmp/err")"
+"$bin" --check-policy "$src/policies/50-atlas-800i-a2.json" 2>&1 | grep -q 'moves shared pages' &&
+        fail "the shipped Atlas example moves shared pages for a rule anyone can satisfy"
+rm "$tmp/shared.json"
 # An unanchored ".*" on the command line: quadratic on a long one; a warning.
 cat >"$tmp/slow.json" <<'JSON'
 {

@@ -37,7 +37,7 @@ static int set_claim(tune_placer *placer, const tune_ctx *ctx, const tune_accels
         r = mp->status ? tune_parse_creds(mp->status, &creds) : tune_proc_read_creds(ctx, mp->pid, &creds);
         if (r < 0) {
                 /* Gone, or unreadable: nothing vouches for it. */
-                claim = (tune_claim) { .uid = mp->uid, .unverified = true };
+                claim = (tune_claim) { .uid = mp->uid, .tier = TUNE_CLAIM_UNVERIFIED };
                 snprintf(claim.why, sizeof claim.why, "its credentials could not be read (%s)", strerror(-r));
         } else {
                 tune_claim_input in = {

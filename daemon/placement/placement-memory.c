@@ -65,8 +65,8 @@ static int on_memory_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         /* Always stepped, also without a rate limit: one migrate_pages() of tens of GiB
          * would hold the event loop past the watchdog (docs/trust.md). */
         if (!pp->memmove) {
-                tune_memmove_params params = { .backend = p->memmove, .move_shared = rule->memory_shared,
-                                                .move_file = rule->memory_shared };
+                tune_memmove_params params = { .backend = p->memmove, .move_shared = pl->memory_shared,
+                                                .move_file = pl->memory_shared };
                 r = tune_memmove_new(p->ctx, mp->pid, &pl->mem_nodes, &params, &pp->memmove);
                 if (r < 0) {
                         if (r != -ESRCH)
@@ -76,7 +76,7 @@ static int on_memory_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                 }
                 log_info("Moving %llu MiB of pid %d to node(s) at %u MiB/s (0: no limit, in steps)%s.",
                          (unsigned long long) (tune_memmove_get_stats(pp->memmove)->planned_kib / 1024), mp->pid,
-                         rule->memory_rate_mib_s, rule->memory_shared ? ", shared pages too" : "");
+                         rule->memory_rate_mib_s, pl->memory_shared ? ", shared pages too" : "");
         }
         r = tune_memmove_step(pp->memmove, rule->memory_rate_mib_s == 0 ? UNLIMITED_STEP_KIB
                                                                         : (uint64_t) rule->memory_rate_mib_s * 1024 *

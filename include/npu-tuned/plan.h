@@ -26,9 +26,11 @@
  *   processes does not shrink another user's share);
  *   a process still short takes spare CPUs from the nearest node(s) by distance (after
  *   every node's own processes are served), and the plan says so;
- *   all of that happens first for verified claims only (see tune_claim, docs/trust.md),
- *   and then again for unverified claims, with what is left: an unverified claim only
- *   ever gets CPUs that no verified claim wants;
+ *   all of that happens tier by tier (tune_claim_tier, docs/trust.md): first for the
+ *   claims someone other than the process vouches for (root's, a named user or cgroup),
+ *   then for claims verified by the process's own access, then for unverified claims,
+ *   each with what the tiers before it left: a claim never takes a CPU that a claim of a
+ *   higher tier wants;
  *   a process that gets no CPU at all is refused, with the reason.
  * Pools never overlap, except explicit "unattributed_cpus" pools, which the policy author
  * chose by hand and which are not exclusive.
@@ -94,6 +96,8 @@ typedef struct tune_plan {
         bool shared;                /* explicit unattributed_cpus: not exclusive */
         bool memory_decided;        /* mem_nodes was decided (possibly: leave memory alone) */
         tune_cpuset mem_nodes;      /* where the memory goes; empty: leave it where it is */
+        bool memory_shared;         /* move pages it shares too: the rule's memory.shared, for a
+                                     * vouched claim only (docs/trust.md, "Trust tiers") */
         bool in_cpuset;             /* planned inside the process's cgroup cpuset */
         bool cpuset_far;            /* ... which has no CPU on its accelerators' nodes */
         bool independent;           /* took no part in dealing node CPUs (its rule's
@@ -120,12 +124,25 @@ int tune_json_add(struct json_object *o, const char *key, struct json_object *v)
 /* The first node of mem_nodes, the target of pages on no node of mem_nodes; -1 if none. */
 int tune_plan_memory_target(const tune_plan *p) _pure_;
 
+/* Who backs a claim, in the order the plan serves them (docs/trust.md, "Trust tiers"):
+ * each tier is dealt CPUs (home nodes, then borrowing) from what the tiers before it left. */
+typedef enum tune_claim_tier {
+        TUNE_CLAIM_VOUCHED,    /* someone other than the process vouches: it runs as root, or its
+                                * rule names its user or cgroup */
+        TUNE_CLAIM_VERIFIED,   /* verified by the process's own access (its accelerators' device
+                                * files open, or the nodes' permissions) or by "claims": "any":
+                                * where anyone may open the devices, anyone is here, so it shares
+                                * what vouched claims leave, between uids */
+        TUNE_CLAIM_UNVERIFIED, /* only CPUs no other claim wants */
+        _TUNE_CLAIM_TIER_MAX,
+} tune_claim_tier;
+
 /* Whose claim a request is and whether it is believable (docs/trust.md). The zero value
- * is root's verified claim. */
+ * is root's claim (vouched). */
 typedef struct tune_claim {
-        uid_t uid;          /* CPUs are shared fairly between uids first */
-        bool unverified;    /* only CPUs no verified claim wants */
-        char why[160];      /* how it was (not) verified, for the reasons; "" none */
+        uid_t uid;             /* CPUs are shared fairly between uids first */
+        tune_claim_tier tier;
+        char why[160];         /* how it was (not) verified, for the reasons; "" none */
 } tune_claim;
 
 /* The cgroup cpuset a process lives in (include/npu-tuned/cgroup-cpuset.h), as the planner

@@ -33,8 +33,8 @@ bool tune_creds_may_open(const tune_creds *c, const struct stat *st, int want) {
         return (!(want & R_OK) || (bits & 4)) && (!(want & W_OK) || (bits & 2));
 }
 
-static int verified(tune_claim *c, const char *why) {
-        c->unverified = false;
+static int verified(tune_claim *c, tune_claim_tier tier, const char *why) {
+        c->tier = tier;
         snprintf(c->why, sizeof c->why, "%s", why);
         return 0;
 }
@@ -52,11 +52,11 @@ int tune_claim_verify(const tune_ctx *ctx, const tune_claim_input *in, tune_clai
         *ret = (tune_claim) { .uid = cr->ruid };
 
         if (cr->euid == 0 || cr->fsuid == 0)
-                return verified(ret, "runs as root");
+                return verified(ret, TUNE_CLAIM_VOUCHED, "runs as root");
         if (rule->match_uids || rule->match_cgroup)
-                return verified(ret, rule->match_uids ? "its rule names its user" : "its rule names its cgroup");
+                return verified(ret, TUNE_CLAIM_VOUCHED, rule->match_uids ? "its rule names its user" : "its rule names its cgroup");
         if (in->attribution && in->attribution->source == TUNE_ATTRIBUTION_DEVICE_FILES && in->n_accels > 0)
-                return verified(ret, "holds its accelerators' device files open");
+                return verified(ret, TUNE_CLAIM_VERIFIED, "holds its accelerators' device files open");
 
         for (unsigned i = 0; i < in->n_accels; i++) {
                 const tune_accel *a = in->accels[i];
@@ -84,13 +84,13 @@ int tune_claim_verify(const tune_ctx *ctx, const tune_claim_input *in, tune_clai
         }
         if (in->n_accels > 0 && may == in->n_accels) {
                 snprintf(why, sizeof why, "may open %s%s", in->accels[0]->dev_path, in->n_accels > 1 ? " and the others" : "");
-                return verified(ret, why);
+                return verified(ret, TUNE_CLAIM_VERIFIED, why);
         }
         if (rule->claims_any)
-                return verified(ret, "its rule believes any match (\"claims\": \"any\")");
+                return verified(ret, TUNE_CLAIM_VERIFIED, "its rule believes any match (\"claims\": \"any\")");
         if (!why[0])
                 snprintf(why, sizeof why, "no accelerator to check its access against, and its rule names no user or cgroup");
-        ret->unverified = true;
+        ret->tier = TUNE_CLAIM_UNVERIFIED;
         snprintf(ret->why, sizeof ret->why, "%s", why);
         return 0;
 }

@@ -46,6 +46,7 @@ int tune_plan_copy(tune_plan *dst, const tune_plan *src) {
                 .cpus_wanted = src->cpus_wanted,
                 .shared = src->shared,
                 .memory_decided = src->memory_decided,
+                .memory_shared = src->memory_shared,
                 .in_cpuset = src->in_cpuset,
                 .cpuset_far = src->cpuset_far,
                 .independent = src->independent,
@@ -481,7 +482,7 @@ static int resolve_claim(plan_state *s, plan_claim *c) {
         }
         if (c->req->claim.why[0]) {
                 r = add_reason(c->out, "claim of uid %u %s: %s", (unsigned) c->req->claim.uid,
-                               c->req->claim.unverified ? "not verified" : "verified", c->req->claim.why);
+                               c->req->claim.tier == TUNE_CLAIM_UNVERIFIED ? "not verified" : "verified", c->req->claim.why);
                 if (r < 0)
                         return r;
         }
@@ -520,10 +521,10 @@ static int resolve_claim(plan_state *s, plan_claim *c) {
         return 0;
 }
 
-/* Whether a claim takes part in this tier of the deal (verified claims first, then the
- * unverified ones with what is left). */
-static bool claim_in_tier(const plan_claim *c, bool unverified) {
-        return c->exclusive && c->out->action == TUNE_PLAN_PLACE && c->req->claim.unverified == unverified;
+/* Whether a claim takes part in this tier of the deal (vouched claims first, then the
+ * verified ones, then the unverified ones, each with what the tiers before it left). */
+static bool claim_in_tier(const plan_claim *c, tune_claim_tier tier) {
+        return c->exclusive && c->out->action == TUNE_PLAN_PLACE && c->req->claim.tier == tier;
 }
 
 typedef struct homed_claim {
@@ -550,7 +551,7 @@ static int cmp_homed_by_user_arrival(const void *a, const void *b) {
  * uids (in the order their first claim arrived), each uid's turn going round-robin to its
  * claims in arrival order. With one uid this is plain round-robin over the claims. Each
  * round costs O(claims), so a user with thousands of claims costs time, not fairness. */
-static int deal_home_cpus(plan_state *s, bool unverified) {
+static int deal_home_cpus(plan_state *s, tune_claim_tier tier) {
         size_t m = s->n_claims ? s->n_claims : 1;
         _cleanup_free_ homed_claim *homed = calloc(m, sizeof(homed_claim));
         _cleanup_free_ unsigned *ustart = calloc(m + 1, sizeof(unsigned));
@@ -565,7 +566,7 @@ static int deal_home_cpus(plan_state *s, bool unverified) {
 
                 for (unsigned k = 0; k < s->n_claims; k++) {
                         const plan_claim *c = &s->claims[k];
-                        if (claim_in_tier(c, unverified) && c->home[i])
+                        if (claim_in_tier(c, tier) && c->home[i])
                                 homed[n++] = (homed_claim) { .uid = c->req->claim.uid, .k = k };
                 }
                 if (n == 0)
@@ -633,13 +634,13 @@ static unsigned *candidates_by_distance(const plan_state *s, const plan_claim *c
         return order;
 }
 
-static int borrow_cpus(plan_state *s, bool unverified) {
+static int borrow_cpus(plan_state *s, tune_claim_tier tier) {
         for (unsigned k = 0; k < s->n_claims; k++) {
                 plan_claim *c = &s->claims[k];
                 _cleanup_free_ unsigned *order = NULL;
                 unsigned target;
 
-                if (!claim_in_tier(c, unverified))
+                if (!claim_in_tier(c, tier))
                         continue;
                 target = c->elastic ? c->min : c->want;
                 if (c->total >= target)
@@ -1036,6 +1037,7 @@ static int decide_memory(const plan_state *s, plan_claim *c) {
 
         if (prev && prev->memory_decided) {
                 out->memory_decided = true;
+                out->memory_shared = prev->memory_shared;
                 r = tune_cpuset_copy(&out->mem_nodes, &prev->mem_nodes);
                 if (r < 0)
                         return r;
@@ -1047,6 +1049,16 @@ static int decide_memory(const plan_state *s, plan_claim *c) {
         out->memory_decided = true;
         if (!rule->memory_migrate)
                 return add_reason(out, "memory: left where it is (the rule does not move memory)");
+        /* Pages it shares with others (a model file's page cache, another process's shared
+         * memory) move with it only when someone other than the process vouches for its
+         * claim: a look-alike that can open the devices must not drag them (docs/trust.md). */
+        out->memory_shared = rule->memory_shared && c->req->claim.tier == TUNE_CLAIM_VOUCHED;
+        if (rule->memory_shared && !out->memory_shared) {
+                r = add_reason(out, "memory: its own pages only, not those it shares (memory.shared is for claims of "
+                                    "root, or of a user or cgroup the rule names)");
+                if (r < 0)
+                        return r;
+        }
         /* The accelerators' nodes (not the pools they share under overlapping firmware,
          * nor the cpuset's nodes a far cpuset gave it CPUs on). */
         TUNE_CPUSET_FOREACH(id, &out->home_nodes) {
@@ -1153,12 +1165,13 @@ static int plan_all(plan_state *s) {
                                 if (s->claims[k].home[i])
                                         s->nodes[i].n_homed++;
         }
-        /* Verified claims first, home and borrowed; unverified ones get what is left. */
-        for (int tier = 0; tier < 2; tier++) {
-                r = deal_home_cpus(s, tier == 1);
+        /* Vouched claims first, home and borrowed; then verified ones; unverified ones get
+         * what is left. */
+        for (tune_claim_tier tier = 0; tier < _TUNE_CLAIM_TIER_MAX; tier++) {
+                r = deal_home_cpus(s, tier);
                 if (r < 0)
                         return r;
-                r = borrow_cpus(s, tier == 1);
+                r = borrow_cpus(s, tier);
                 if (r < 0)
                         return r;
         }
@@ -1173,7 +1186,7 @@ static int plan_all(plan_state *s) {
                 if (c->exclusive) {
                         /* Overlapping cpusets of two claims can leave a grant unfilled. */
                         c->total = tune_cpuset_count(&c->out->pool);
-                        if (c->total == 0 && c->req->claim.unverified) {
+                        if (c->total == 0 && c->req->claim.tier == TUNE_CLAIM_UNVERIFIED) {
                                 c->out->action = TUNE_PLAN_REFUSE;
                                 r = add_reason(c->out, "not placed: its claim is not verified, and every CPU it could "
                                                "have is wanted by verified claims (docs/trust.md)");

@@ -1512,6 +1512,14 @@ static bool parse_rule(sctx *c, json_object *o, tune_policy_rule *r) {
                 schema_warning(c, "matches on comm only: any user can name a process that way; add exe, cmdline, user or cgroup");
                 pop(c, saved);
         }
+        if (r->memory_migrate && r->memory_shared && !r->match_uids && !r->match_cgroup) {
+                size_t saved = push_key(c, "memory");
+                schema_warning(c, "moves shared pages (shared: true) and the rule names no user or cgroup: any user's "
+                        "look-alike could drag pages others share (model files' page cache) to its node, so only "
+                        "root's processes get them moved, the others their own pages; add match.user or "
+                        "match.cgroup to move a service account's (docs/trust.md)");
+                pop(c, saved);
+        }
         if (r->claims_any && !r->match_uids && !r->match_cgroup) {
                 size_t saved = push_key(c, "claims");
                 schema_warning(c, "is \"any\" and the rule names no user or cgroup: any user can start a process it matches and "
