@@ -202,11 +202,65 @@ static void test_reused_parent_pid(void **state) {
         fixture_close(&f);
 }
 
+/* An ancestor's environment is read once (watcher-ancestry.c): the second worker of a
+ * launcher is attributed from what the first one's walk read, even when the launcher's
+ * environ can no longer be read. */
+static void test_ancestor_read_once(void **state) {
+        fixture f = {};
+        char rel[300];
+        (void) state;
+
+        fixture_open(&f);
+        expect(f.w, 4000101, TUNE_ATTRIBUTION_ENV_INHERITED, "edu:1", false, 4000100);
+        snprintf(rel, sizeof rel, "%s/proc/4000100/environ", root);
+        assert_int_equal(unlink(rel), 0);
+        expect(f.w, 4000102, TUNE_ATTRIBUTION_ENV_INHERITED, "edu:0", false, 4000100);
+        fixture_close(&f);
+}
+
+/* The walk's reads are bounded (docs/trust.md, "Bounded work"): per walk, 1 MiB of
+ * environment; per user, 4 MiB a second. Eight python3 ancestors with 600 KiB of
+ * environment holding no NAME=value (so it counts as wiped) above the launcher: each
+ * worker's walk reads two of them and stops, the next one starts where the kept answers
+ * end, and once its user has read 4 MiB within a second a walk goes without until the
+ * next. Before: every walk read all eight, 4.8 MB, for every worker that renamed itself. */
+static void test_ancestor_walk_bounded(void **state) {
+        static char big[600 * 1024];
+        watcher_stats st;
+        fixture f = {};
+        (void) state;
+
+        memset(big, 'a', sizeof big);
+        process(4000600, 1, "python3", "/usr/bin/python3.11", "python3 -m vllm.entrypoints.openai.api_server",
+                ENV("PATH=/bin\0EDU_VISIBLE_DEVICES=1,0\0"));
+        for (int i = 0; i < 8; i++)
+                process(4000601 + i, 4000600 + i, "python3", "/usr/bin/python3.11", "python3 -c pass", big, sizeof big);
+        for (int i = 0; i < 6; i++)
+                process(4000700 + i, 4000608, "VLLM::Worker_TP", "/usr/bin/python3.11", "VLLM::Worker_TP0", wiped,
+                        sizeof wiped);
+        fixture_open(&f);
+        for (int i = 0; i < 3; i++) /* 1.2 MB each: two ancestors, then out of this walk's budget */
+                expect(f.w, 4000700 + i, TUNE_ATTRIBUTION_NONE, "", true, 0);
+        watcher_get_stats(f.w, &st);
+        assert_int_equal(st.ancestry_limited, 0);
+        /* 3.6 MB read: one more ancestor, and this user's second is spent. */
+        expect(f.w, 4000703, TUNE_ATTRIBUTION_NONE, "", true, 0);
+        watcher_get_stats(f.w, &st);
+        assert_int_equal(st.ancestry_limited, 1);
+        /* The next second: past the seven kept answers, the last one and the launcher. */
+        usleep(1100 * 1000);
+        expect(f.w, 4000704, TUNE_ATTRIBUTION_ENV_INHERITED, "edu:1", false, 4000600);
+        expect(f.w, 4000705, TUNE_ATTRIBUTION_ENV_INHERITED, "edu:1", false, 4000600);
+        fixture_close(&f);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_launcher_environment),
                 cmocka_unit_test(test_no_guess),
                 cmocka_unit_test(test_reused_parent_pid),
+                cmocka_unit_test(test_ancestor_read_once),
+                cmocka_unit_test(test_ancestor_walk_bounded),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -20,6 +20,7 @@
  *   watcher-entry.c        entries, liveness, release (the consumer's last callback), the
  *                          exit reasons' names
  *   watcher-threads.c      a managed process's thread list
+ *   watcher-ancestry.c     the environment inherited from ancestors: cached, budgeted
  *   watcher-match.c        evaluate: match, environment, attribution, becoming managed; the
  *                          retry of refused matches; setting the reconcile timer's time
  *   watcher-debounce.c     renames folded per process; its timer evaluates
@@ -72,6 +73,22 @@ typedef struct Entry {
         bool leader_exited;           /* its main thread's EXIT came while others ran on */
 } Entry;
 
+/* An ancestor's environment as the ancestry walk found it (watcher-ancestry.c), kept
+ * for its (pid, start time): usable or not, it is not read again. */
+typedef struct watcher_ancestor {
+        pid_t pid;
+        uint64_t start_time;
+        tune_env_capture env;
+} watcher_ancestor;
+
+/* One user's environment reads by the ancestry walk in the current second. */
+typedef struct watcher_uid_reads {
+        uid_t uid;
+        uint64_t since; /* CLOCK_MONOTONIC usec the second began; 0: unused */
+        uint64_t bytes;
+        bool warned;
+} watcher_uid_reads;
+
 /* Entries (candidates and managed) of one user (watcher-budget.c). */
 typedef struct watcher_uid_count {
         uid_t uid;
@@ -97,6 +114,9 @@ struct Watcher {
         bool warned_full;
         watcher_uid_count *uid_counts;
         unsigned n_uid_counts;
+        watcher_ancestor ancestors[64];   /* watcher-ancestry.c */
+        unsigned next_ancestor;
+        watcher_uid_reads uid_reads[16];
         struct { pid_t pid; uint64_t start_time; } *refused; /* matches refused for a full table, oldest first */
         unsigned n_refused;
         sd_event_source *retry_source; /* re-evaluates them once room frees up (watcher-match.c; enabled by
@@ -186,6 +206,13 @@ bool entry_wants_thread_names(const Entry *e);
 managed_thread *entry_thread_add(Entry *e, pid_t tid, const char *comm);
 void entry_emit_thread_exit(Entry *e, managed_thread *t);
 int entry_threads_sync(Entry *e, bool emit);
+
+/* The environment inherited from ancestors (watcher-ancestry.c). For e, found running with
+ * its own environment wiped: the nearest ancestor's that the watcher would have kept for
+ * it (one a rule matches or may match after a retitle), copied into *ret. Bounded work
+ * (the file's comment). */
+bool watcher_ancestor_env(Watcher *w, const Entry *e, tune_env_capture *ret);
+void watcher_ancestry_done(Watcher *w);
 
 /* Matching, environment, attribution: a process against the rules, and what changed on re-evaluation (watcher-match.c). */
 /* Wake the reconcile timer by due, if it is not due earlier. */

@@ -3,6 +3,7 @@
  * queries. The other roles are in the other daemon/watcher-*.c files. */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -133,6 +134,9 @@ int watcher_reload(Watcher *w, const tune_accels *accels, const tune_policy *pol
         w->env_names = names;
         w->n_env_names = n_names;
         w->policy = policy;
+        /* What the ancestry walk kept was read with the old rules and variable names. */
+        watcher_ancestry_done(w);
+        memset(w->ancestors, 0, sizeof w->ancestors);
         w->accels = accels ? accels : &no_accels;
         if (read_accel_rdevs(w) < 0)
                 log_oom();
@@ -207,6 +211,7 @@ Watcher *watcher_free(Watcher *w) {
         registry_free(w->registry);
         sd_event_source_disable_unref(w->resync_timer);
         sd_event_source_disable_unref(w->timer);
+        watcher_ancestry_done(w);
         free(w->refused);
         sd_event_source_disable_unref(w->retry_source);
         free(w->comm_pending);

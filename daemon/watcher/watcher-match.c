@@ -85,56 +85,6 @@ static void entry_log_match(Entry *e, const char *what) {
                   tune_env_state_to_string(e->p.env.state), e->p.env.inherited ? "+inherited" : "");
 }
 
-/* The parent chain is walked this far at most (bounded work per process). */
-#define ANCESTOR_DEPTH_MAX 16
-
-/* For a process found already running whose own environment is gone (setproctitle wiped
- * it before anyone read it): the environment of the nearest ancestor that the watcher
- * would have kept for it had it been watching (one that a rule matches or may match
- * after a retitle, like a launcher that keeps its environment), read from /proc now.
- * This is what a watching daemon copies at fork. PID 1 and ancestors no rule could
- * match (a shell, a subreaper that adopted the orphans of a dead launcher) never stand
- * in: their environment says nothing about the visible-devices list the worker got. */
-static bool entry_capture_env_of_ancestor(Entry *e, tune_env_capture *ret) {
-        Watcher *w = e->w;
-        pid_t pid = e->p.ppid;
-
-        for (unsigned depth = 0; depth < ANCESTOR_DEPTH_MAX && pid > 1; depth++) {
-                Entry *a = registry_get(w->registry, pid);
-                _cleanup_free_ char *raw = NULL;
-                const tune_policy_rule *rule;
-                tune_proc_facts f;
-                tune_proc_stat st;
-                size_t len = 0;
-                bool truncated = false, retitle = false;
-
-                if (tune_proc_read_stat(w->ctx, pid, &st) < 0 || (st.flags & TUNE_PF_KTHREAD) ||
-                    st.start_time > e->p.start_time)
-                        return false; /* gone, or not an ancestor (the pid was reused) */
-                if (a && entry_same_process(a, &st) && tune_env_capture_usable(&a->p.env)) {
-                        if (tune_env_capture_copy(ret, &a->p.env) < 0)
-                                return false;
-                        ret->inherited = true;
-                        return true;
-                }
-                tune_proc_facts_init(&f, w->ctx, pid, st.comm);
-                rule = tune_policy_match(w->policy, &f, &retitle);
-                tune_proc_facts_done(&f);
-                if ((rule || retitle) && tune_proc_read_environ(w->ctx, pid, &raw, &len, &truncated) >= 0 &&
-                    tune_env_capture_parse(raw, len, truncated, (const char *const *) w->env_names, w->n_env_names,
-                                           ret) >= 0) {
-                        if (tune_env_capture_usable(ret)) {
-                                ret->inherited = true;
-                                ret->from_pid = pid;
-                                return true;
-                        }
-                        tune_env_capture_done(ret);
-                }
-                pid = st.ppid;
-        }
-        return false;
-}
-
 /* Read the environment now and keep what matters. An own environment that is readable
  * and not wiped replaces an inherited one; otherwise an inherited capture is kept, and
  * a process found running (not at its exec) without one looks up its parent chain. */
@@ -158,7 +108,7 @@ static void entry_capture_env(Entry *e, bool at_exec) {
                 return;
         }
         tune_env_capture_done(&e->p.env);
-        if (!at_exec && !tune_env_capture_usable(&own) && entry_capture_env_of_ancestor(e, &ancestor)) {
+        if (!at_exec && !tune_env_capture_usable(&own) && watcher_ancestor_env(w, e, &ancestor)) {
                 tune_env_capture_done(&own);
                 own = ancestor;
         }

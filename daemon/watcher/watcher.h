@@ -86,6 +86,7 @@ typedef struct watcher_stats {
         uint64_t skipped_budget; /* candidates not kept, matches (not root's) not managed: their user has its share of entries */
         uint64_t evicted;      /* candidates dropped to make room for a process a rule matches */
         uint64_t retried;      /* refused matches evaluated again once room freed up */
+        uint64_t ancestry_limited; /* ancestry walks cut short by their user's budget of reads a second */
         unsigned managed;      /* matched now */
         unsigned candidates;   /* unmatched processes kept for their environment (descendants, retitle candidates) */
         bool filter;           /* kernel event filter in use */
