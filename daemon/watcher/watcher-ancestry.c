@@ -8,8 +8,10 @@
  * daemon 22.8 ms of CPU (docs/trust.md, "Bounded work"). So the work is bounded three
  * ways: each ancestor's (pid, start time) answer is kept, so siblings do not read it
  * again; one walk reads at most WALK_ENVIRON_MAX bytes of environment; and a user's
- * processes' walks read at most UID_ENVIRON_PER_S bytes a second, past which they do
- * without an inherited environment until the next second. */
+ * processes found running (not at their exec: that one is read whole) read at most
+ * UID_ENVIRON_PER_S bytes of environment a second, their own and their ancestors',
+ * past which they do without until the next second. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 
@@ -69,6 +71,18 @@ static watcher_uid_reads *uid_reads(Watcher *w, uid_t uid) {
         return NULL;
 }
 
+int watcher_read_environ_budgeted(Watcher *w, uid_t uid, pid_t pid, char **ret, size_t *ret_len, bool *ret_truncated) {
+        watcher_uid_reads *reads = uid_reads(w, uid);
+        int r;
+
+        if (!reads)
+                return -EDQUOT;
+        r = tune_proc_read_environ(w->ctx, pid, ret, ret_len, ret_truncated);
+        if (r >= 0)
+                reads->bytes += *ret_len;
+        return r;
+}
+
 bool watcher_ancestor_env(Watcher *w, const Entry *e, tune_env_capture *ret) {
         size_t walk_bytes = 0;
         pid_t pid = e->p.ppid;
@@ -79,7 +93,6 @@ bool watcher_ancestor_env(Watcher *w, const Entry *e, tune_env_capture *ret) {
                 _cleanup_free_ char *raw = NULL;
                 const tune_policy_rule *rule;
                 const watcher_ancestor *known;
-                watcher_uid_reads *reads;
                 tune_proc_facts f;
                 tune_proc_stat st;
                 size_t len = 0;
@@ -108,18 +121,21 @@ bool watcher_ancestor_env(Watcher *w, const Entry *e, tune_env_capture *ret) {
                 }
                 if (walk_bytes >= WALK_ENVIRON_MAX)
                         return false;
-                reads = uid_reads(w, e->budget_uid);
-                if (!reads)
-                        return false;
                 /* PID 1 and ancestors no rule could match (a shell, a subreaper that adopted
                  * the orphans of a dead launcher) never stand in: their environment says
                  * nothing about the visible-devices list the worker got. */
                 tune_proc_facts_init(&f, w->ctx, pid, st.comm);
                 rule = tune_policy_match(w->policy, &f, &retitle);
                 tune_proc_facts_done(&f);
-                if ((rule || retitle) && tune_proc_read_environ(w->ctx, pid, &raw, &len, &truncated) >= 0) {
+                if (rule || retitle) {
+                        int r = watcher_read_environ_budgeted(w, e->budget_uid, pid, &raw, &len, &truncated);
+                        if (r == -EDQUOT)
+                                return false;
+                        if (r < 0)
+                                len = 0;
                         walk_bytes += len;
-                        reads->bytes += len;
+                }
+                if (len > 0) {
                         if (tune_env_capture_parse(raw, len, truncated, (const char *const *) w->env_names,
                                                    w->n_env_names, &env) < 0)
                                 env = (tune_env_capture) { .state = TUNE_ENV_UNREADABLE };

@@ -212,6 +212,9 @@ int entry_threads_sync(Entry *e, bool emit);
  * it (one a rule matches or may match after a retitle), copied into *ret. Bounded work
  * (the file's comment). */
 bool watcher_ancestor_env(Watcher *w, const Entry *e, tune_env_capture *ret);
+/* tune_proc_read_environ() of pid for a process of uid found running, charged to uid's
+ * reads of the second: -EDQUOT when they are spent (said once a second). */
+int watcher_read_environ_budgeted(Watcher *w, uid_t uid, pid_t pid, char **ret, size_t *ret_len, bool *ret_truncated);
 void watcher_ancestry_done(Watcher *w);
 
 /* Matching, environment, attribution: a process against the rules, and what changed on re-evaluation (watcher-match.c). */

@@ -96,7 +96,18 @@ static void entry_capture_env(Entry *e, bool at_exec) {
         bool truncated = false;
         int r;
 
-        r = tune_proc_read_environ(w->ctx, e->p.pid, &raw, &len, &truncated);
+        /* At its exec the environment is the one the program was given: read whole. Later
+         * (a scan, a rename) any process may ask, so it is charged to its user's budget. */
+        r = at_exec ? tune_proc_read_environ(w->ctx, e->p.pid, &raw, &len, &truncated)
+                    : watcher_read_environ_budgeted(w, e->budget_uid, e->p.pid, &raw, &len, &truncated);
+        if (r == -EDQUOT) {
+                /* Its user's reads of the second are spent: keep what it had, look again later. */
+                if (e->p.env.state != TUNE_ENV_NOT_READ)
+                        return;
+                own.state = TUNE_ENV_UNREADABLE;
+                e->p.env = own;
+                return;
+        }
         if (r < 0)
                 own.state = TUNE_ENV_UNREADABLE;
         else if (tune_env_capture_parse(raw, len, truncated, (const char *const *) w->env_names, w->n_env_names,
