@@ -444,18 +444,18 @@ static void test_validate_host(void **state) {
         assert_int_equal(tune_policy_validate_host(p, t, &a, false, &errors), -EINVAL);
         problems = problems_text(&errors);
         assert_string_equal(problems,
-                            "h.json: accelerators.numa_node_overrides[1].pci: no accelerator at 0000:c9:00.0 on this host (line 4, column 49)\n"
+                            "h.json: accelerators.numa_node_overrides[1].pci: warning: no accelerator at 0000:c9:00.0 on this host: the override does nothing here (line 4, column 49)\n"
                             "h.json: accelerators.numa_node_overrides[1].node: NUMA node 7 does not exist on this host (nodes: 0-1) (line 4, column 72)\n"
                             "h.json: host.irq.housekeeping_cpus_per_node: warning: 4 housekeeping CPUs leave no CPU for inference work on NUMA node 0 (4 CPUs) (line 2, column 22)\n"
                             "h.json: processes[0].accelerators[1]: no accelerator ascend:4 on this host (ascend: 0-1) (line 6, column 76)\n"
                             "h.json: processes[0].accelerators[2]: no accelerator nvidia:0 on this host (it has no nvidia accelerators) (line 6, column 88)\n"
-                            "h.json: processes[0].threads: warning: control (2) and compute (4) CPUs do not fit in one NUMA node of this host (the largest, node 0, has 4 CPUs, 4 of them housekeeping) (line 7, column 7)\n"
+                            "h.json: processes[0].threads: warning: control (2) and compute (4) CPUs do not fit in one NUMA node of this host (the largest, node 0, has 4 CPUs, 4 of them housekeeping: host.irq.housekeeping_cpus_per_node, 1 unless set); the daemon gives such a process the 0 CPU(s) there are, and on one CPU its roles share it (line 7, column 7)\n"
                             "h.json: processes[1].unattributed.cpus: CPUs 8-9 are not online on this host (online: 0-7) (line 9, column 44)\n"
                             "h.json: processes[1].unattributed.nodes: NUMA nodes 2-3 do not exist on this host (nodes: 0-1) (line 9, column 59)");
         free(problems);
         tune_policy_errors_done(&errors);
 
-        /* --check-policy: the same as warnings only. */
+        /* As warnings only (a policy for another host: the tests' fragments). */
         assert_int_equal(tune_policy_validate_host(p, t, &a, true, &errors), 0);
         assert_int_equal(errors.n, 8);
         assert_int_equal(tune_policy_errors_count(&errors), 0);

@@ -34,7 +34,9 @@ static unsigned count_warnings(const tune_policy_errors *e) {
         return e->n - tune_policy_errors_count(e);
 }
 
-/* The host checks, as warnings: policies are often checked on another machine. */
+/* The host checks as the daemon makes them, errors where it would refuse to start: the
+ * answer is whether npu-tuned starts with the policy on this host (--root DIR: on the
+ * host whose /sys and /proc are captured there). */
 static int check_against_host(const daemon_options *o, const tune_policy *p, tune_policy_errors *errors) {
         _cleanup_(tune_ctx_freep) tune_ctx *ctx = NULL;
         _cleanup_(tune_topology_freep) tune_topology *t = NULL;
@@ -57,7 +59,7 @@ static int check_against_host(const daemon_options *o, const tune_policy *p, tun
         }
         r = tune_policy_apply_node_overrides(p, t, &a, NULL);
         if (r >= 0)
-                r = tune_policy_validate_host(p, t, &a, true, errors);
+                r = tune_policy_validate_host(p, t, &a, false, errors);
         tune_accels_done(&a);
         return r == -EINVAL ? 0 : r;
 }

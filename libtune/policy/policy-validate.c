@@ -210,8 +210,11 @@ static int check_host(const tune_policy *p, const tune_topology *t, const tune_a
                 for (unsigned k = 0; k < a->n; k++)
                         found = found || streq(a->items[k].pci, ov->pci);
                 if (!found) {
+                        /* A warning even for the daemon: one drop-in serves a fleet, and an
+                         * override for a device this host lacks overrides nothing. */
                         snprintf(path, sizeof path, "accelerators.numa_node_overrides[%u].pci", ov->merged_index);
-                        r = add(e, w, path, "no accelerator at %s on this host", ov->pci);
+                        r = add(e, true, path, "no accelerator at %s on this host: the override does nothing here",
+                                ov->pci);
                         if (r < 0)
                                 return r;
                 }
@@ -223,19 +226,20 @@ static int check_host(const tune_policy *p, const tune_topology *t, const tune_a
                 }
         }
 
-        if (p->host.irq_manage)
-                for (unsigned i = 0; i < t->n_nodes; i++) {
-                        unsigned n = tune_cpuset_count(&t->nodes[i].cpus);
-                        if (n == 0 || p->host.irq_housekeeping_cpus_per_node < n)
-                                continue;
-                        /* Capacity, not existence: a warning even for the daemon. */
-                        r = add(e, true, "host.irq.housekeeping_cpus_per_node",
-                                "%u housekeeping CPUs leave no CPU for inference work on NUMA node %d (%u CPUs)",
-                                p->host.irq_housekeeping_cpus_per_node, t->nodes[i].id, n);
-                        if (r < 0)
-                                return r;
-                        break;
-                }
+        /* The planner keeps housekeeping CPUs on every node whether or not IRQs are managed
+         * (libtune/placement/plan.c): count them as it does. */
+        for (unsigned i = 0; i < t->n_nodes; i++) {
+                unsigned n = tune_cpuset_count(&t->nodes[i].cpus);
+                if (n == 0 || p->host.irq_housekeeping_cpus_per_node < n)
+                        continue;
+                /* Capacity, not existence: a warning even for the daemon. */
+                r = add(e, true, "host.irq.housekeeping_cpus_per_node",
+                        "%u housekeeping CPUs leave no CPU for inference work on NUMA node %d (%u CPUs)",
+                        p->host.irq_housekeeping_cpus_per_node, t->nodes[i].id, n);
+                if (r < 0)
+                        return r;
+                break;
+        }
 
         for (unsigned i = 0; i < p->n_rules; i++) {
                 const tune_policy_rule *x = &p->rules[i];
@@ -298,15 +302,23 @@ static int check_host(const tune_policy *p, const tune_topology *t, const tune_a
                  * Capacity, not existence: a warning even for the daemon (the embedded
                  * default must run on a 1-CPU host); placement then shares CPUs. */
                 if (x->accel_mode != TUNE_ACCEL_NONE && x->control.cpus + x->compute.cpus > 0 && largest_id >= 0) {
-                        unsigned hk = p->host.irq_manage ? p->host.irq_housekeeping_cpus_per_node : 0;
+                        unsigned hk = p->host.irq_housekeeping_cpus_per_node;
                         unsigned need = x->control.cpus + (x->compute.cpus ? x->compute.cpus : 1);
                         unsigned avail = largest > hk ? largest - hk : 0;
                         if (need > avail) {
+                                char compute[32];
+                                if (x->compute.cpus)
+                                        snprintf(compute, sizeof compute, "%u", x->compute.cpus);
+                                else
+                                        snprintf(compute, sizeof compute, "the rest, at least 1");
                                 snprintf(path, sizeof path, "processes[%u].threads", x->merged_index);
                                 r = add(e, true, path,
-                                        "control (%u) and compute (%u) CPUs do not fit in one NUMA node of this host (the "
-                                        "largest, node %d, has %u CPUs, %u of them housekeeping)",
-                                        x->control.cpus, x->compute.cpus ? x->compute.cpus : 1, largest_id, largest, hk);
+                                        "control (%u) and compute (%s) CPUs do not fit in one NUMA node of this host (the "
+                                        "largest, node %d, has %u CPUs, %u of them housekeeping: "
+                                        "host.irq.housekeeping_cpus_per_node, 1 unless set); the daemon gives such a "
+                                        "process the %u CPU(s) there are%s",
+                                        x->control.cpus, compute, largest_id, largest, hk, avail,
+                                        avail <= 1 ? ", and on one CPU its roles share it" : ", control first");
                                 if (r < 0)
                                         return r;
                         }
