@@ -73,6 +73,26 @@ agree two-roles-two-cpus '{ "version": 1, "processes": [ { "name": "u", "match":
 agree no-such-accelerator '{ "version": 1, "processes": [ { "name": "w", "match": { "exe": "/w" }, "accelerators": [ "ascend:3" ] } ] }'
 agree override-elsewhere '{ "version": 1, "accelerators": { "numa_node_overrides": [ { "pci": "0000:c1:00.0", "node": 0 } ] } }'
 agree syntax '{ "version": 1, "processes": [ { "name": "w", "match": { "exe": "/w" } }, ] }'
+# One-shot modes exit; conflicting modes and options of another mode are usage errors.
+python3 "$src/tests/fixtures/gen-fakeroot.py" atlas-800i-a2 "$tmp/atlas-dry" >/dev/null
+timeout 20 "$bin" --root "$tmp/atlas-dry" --policy-dir "$src/policies" --state-dir "$tmp/dry-state" --dry-run \
+        >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ "$rc" = 0 ] || fail "--dry-run --root: exit $rc (124: it did not exit): $(cat "$tmp/err")"
+grep -q '^cpufreq (192 policies, CPUs 0-191): ' "$tmp/out" || fail "--dry-run: governors not on one line: $(head -5 "$tmp/out")"
+grep -q '^irq/default (default for new IRQs): 0-191 -> ' "$tmp/out" || fail "--dry-run: IRQ masks not as CPU lists: $(grep irq/default "$tmp/out")"
+[ "$(wc -l <"$tmp/out")" -lt 80 ] || fail "--dry-run: $(wc -l <"$tmp/out") lines on the Atlas tree"
+echo "ok: --dry-run --root exits 0, $(wc -l <"$tmp/out") lines on the Atlas tree"
+for args in "--restore --print-topology" "--print-policy --check-policy x" "--dry-run --restore" "--json" \
+            "--follow" "--print-policy --json" "--explain 1 --restore"; do
+        # shellcheck disable=SC2086
+        "$bin" $args >"$tmp/out" 2>"$tmp/err"
+        rc=$?
+        [ "$rc" = 2 ] || fail "npu-tuned $args: exit $rc, expected 2 (a usage error): $(cat "$tmp/err")"
+        grep -q -e 'cannot be used together' -e 'goes with' "$tmp/err" || fail "npu-tuned $args: no reason: $(cat "$tmp/err")"
+done
+echo "ok: conflicting modes and misplaced options are usage errors (exit 2)"
+
 # The housekeeping CPU the planner keeps on a node counts whether or not IRQs are managed:
 # control 2 + compute 2 do not fit in 4 CPUs less 1 housekeeping, and --check-policy says
 # so (before: it counted housekeeping only with IRQ management on, and said nothing while

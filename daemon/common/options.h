@@ -12,6 +12,7 @@ typedef enum daemon_mode {
         MODE_RESTORE,
         MODE_EXPLAIN,
         MODE_BUS_INTROSPECT,
+        MODE_DRY_RUN,        /* --dry-run (one shot); with --follow the daemon runs dry (MODE_RUN) */
 } daemon_mode;
 
 #define MAX_POLICY_DIRS 16

@@ -163,7 +163,7 @@ static void manager_note_numa_balancing(Manager *m) {
                    v, migrating->name);
 }
 
-static int manager_start_knobs(Manager *m) {
+int manager_start_knobs(Manager *m) {
         knobs_inputs in = knobs_inputs_of(m);
 
         assert(!m->knobs);

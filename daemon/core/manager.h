@@ -39,6 +39,10 @@ bool manager_dry_run(const Manager *m);
 Manager *manager_free(Manager *m);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
 int manager_start(Manager *m);
+/* The knob part's start (with --dry-run: it prints current -> desired and changes nothing). */
+int manager_start_knobs(Manager *m);
+/* manager-dry-run.c: npu-tuned --dry-run, one shot: the exit status. */
+int manager_dry_run_once(const daemon_options *o);
 int manager_run(Manager *m);
 /* manager-policy.c: load the policy and discover the accelerators with its kinds (at
  * start: a bad policy is an error), or reload both (a bad policy keeps the old ones). */

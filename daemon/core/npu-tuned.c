@@ -28,13 +28,17 @@ static void help(void) {
                "      --explain PID         what the running daemon did with a process and why (or,\n"
                "                            when none runs, what it would do)\n"
                "      --bus-introspect      print the D-Bus interface XML and exit\n"
+               "      --dry-run             print what the daemon would change now (each host knob\n"
+               "                            current -> desired, each matched process's CPUs and\n"
+               "                            memory node) and exit; nothing is changed\n"
                "Options:\n"
                "      --root DIR            read and write sysfs/procfs below DIR (tests)\n"
                "      --policy-dir DIR      load policies from DIR instead of the standard\n"
                "                            directories (repeatable)\n"
                "      --state-dir DIR       journal of original knob values (default %s)\n"
-               "      --json                JSON output for --print-topology\n"
-               "      --dry-run             print each change as current -> desired, change nothing\n"
+               "      --json                JSON output for --print-topology and --explain\n"
+               "      --follow              with --dry-run: run on as a dry daemon, logging what\n"
+               "                            it would do as processes come and go\n"
                "      --no-watch            do not watch processes (implied by --root)\n"
                "      --bus=system|session|none\n"
                "                            where to offer org.nputuned1 (default system; without\n"
@@ -57,12 +61,24 @@ enum {
         ARG_STATE_DIR,
         ARG_JSON,
         ARG_DRY_RUN,
+        ARG_FOLLOW,
         ARG_NO_WATCH,
         ARG_BUS,
         ARG_BUS_INTROSPECT,
         ARG_LOG_LEVEL,
         ARG_VERSION,
 };
+
+/* One mode per run: a second one is a usage error, not silently ignored. */
+static int set_mode(daemon_options *o, daemon_mode mode, const char *option, const char **previous) {
+        if (*previous && o->mode != mode) {
+                fprintf(stderr, "npu-tuned: %s and %s cannot be used together (one mode at a time)\n", *previous, option);
+                return -EINVAL;
+        }
+        o->mode = mode;
+        *previous = option;
+        return 0;
+}
 
 /* Returns 0 to go on, 1 to exit successfully (help), or -EINVAL for usage errors. */
 static int parse_argv(int argc, char *argv[], daemon_options *o) {
@@ -77,6 +93,7 @@ static int parse_argv(int argc, char *argv[], daemon_options *o) {
                 { "state-dir", required_argument, NULL, ARG_STATE_DIR },
                 { "json", no_argument, NULL, ARG_JSON },
                 { "dry-run", no_argument, NULL, ARG_DRY_RUN },
+                { "follow", no_argument, NULL, ARG_FOLLOW },
                 { "no-watch", no_argument, NULL, ARG_NO_WATCH },
                 { "bus", required_argument, NULL, ARG_BUS },
                 { "bus-introspect", no_argument, NULL, ARG_BUS_INTROSPECT },
@@ -86,22 +103,28 @@ static int parse_argv(int argc, char *argv[], daemon_options *o) {
                 { "version", no_argument, NULL, ARG_VERSION },
                 {}
         };
+        const char *mode_option = NULL;
+        bool follow = false;
         int c;
 
         *o = (daemon_options){ .mode = MODE_RUN, .root = "/", .state_dir = STATE_DIR };
         while ((c = getopt_long(argc, argv, "vh", options, NULL)) >= 0)
                 switch (c) {
                 case ARG_PRINT_TOPOLOGY:
-                        o->mode = MODE_PRINT_TOPOLOGY;
+                        if (set_mode(o, MODE_PRINT_TOPOLOGY, argv[optind - 1], &mode_option) < 0)
+                                return -EINVAL;
                         break;
                 case ARG_CHECK_POLICY:
-                        o->mode = MODE_CHECK_POLICY;
+                        if (set_mode(o, MODE_CHECK_POLICY, argv[optind - 1], &mode_option) < 0)
+                                return -EINVAL;
                         break;
                 case ARG_PRINT_POLICY:
-                        o->mode = MODE_PRINT_POLICY;
+                        if (set_mode(o, MODE_PRINT_POLICY, argv[optind - 1], &mode_option) < 0)
+                                return -EINVAL;
                         break;
                 case ARG_RESTORE:
-                        o->mode = MODE_RESTORE;
+                        if (set_mode(o, MODE_RESTORE, argv[optind - 1], &mode_option) < 0)
+                                return -EINVAL;
                         break;
                 case ARG_EXPLAIN: {
                         char *end;
@@ -112,7 +135,8 @@ static int parse_argv(int argc, char *argv[], daemon_options *o) {
                                 fprintf(stderr, "npu-tuned: --explain: not a process id: %s\n", optarg);
                                 return -EINVAL;
                         }
-                        o->mode = MODE_EXPLAIN;
+                        if (set_mode(o, MODE_EXPLAIN, "--explain", &mode_option) < 0)
+                                return -EINVAL;
                         o->explain_pid = (pid_t) pid;
                         break;
                 }
@@ -133,7 +157,12 @@ static int parse_argv(int argc, char *argv[], daemon_options *o) {
                         o->json = true;
                         break;
                 case ARG_DRY_RUN:
+                        if (set_mode(o, MODE_DRY_RUN, "--dry-run", &mode_option) < 0)
+                                return -EINVAL;
                         o->dry_run = true;
+                        break;
+                case ARG_FOLLOW:
+                        follow = true;
                         break;
                 case ARG_NO_WATCH:
                         o->no_watch = true;
@@ -151,7 +180,8 @@ static int parse_argv(int argc, char *argv[], daemon_options *o) {
                         }
                         break;
                 case ARG_BUS_INTROSPECT:
-                        o->mode = MODE_BUS_INTROSPECT;
+                        if (set_mode(o, MODE_BUS_INTROSPECT, argv[optind - 1], &mode_option) < 0)
+                                return -EINVAL;
                         break;
                 case ARG_LOG_LEVEL: {
                         int level = log_level_from_string(optarg);
@@ -175,6 +205,18 @@ static int parse_argv(int argc, char *argv[], daemon_options *o) {
                 default:
                         return -EINVAL;
                 }
+        /* Options that only mean something to one mode are a usage error elsewhere, not
+         * silently a daemon start. */
+        if (follow && o->mode != MODE_DRY_RUN) {
+                fprintf(stderr, "npu-tuned: --follow goes with --dry-run\n");
+                return -EINVAL;
+        }
+        if (follow)
+                o->mode = MODE_RUN; /* the daemon, dry */
+        if (o->json && o->mode != MODE_PRINT_TOPOLOGY && o->mode != MODE_EXPLAIN) {
+                fprintf(stderr, "npu-tuned: --json goes with --print-topology or --explain\n");
+                return -EINVAL;
+        }
         if (o->mode == MODE_CHECK_POLICY) {
                 if (optind >= argc) {
                         fprintf(stderr, "npu-tuned: --check-policy needs at least one file or directory\n");
@@ -231,6 +273,8 @@ int main(int argc, char *argv[]) {
                 return run_restore(&o);
         case MODE_BUS_INTROSPECT:
                 return bus_server_print_introspection(stdout) < 0 ? 1 : 0;
+        case MODE_DRY_RUN:
+                return manager_dry_run_once(&o);
         default:
                 fprintf(stderr, "npu-tuned: this mode is not implemented yet\n");
                 return 2;

@@ -136,7 +136,7 @@ with tempfile.TemporaryDirectory() as tmp:
         print("--- daemon log ---")
         print(log.read())
 
-# --dry-run: the same policy, the plan is logged, no thread is touched.
+# --dry-run --follow: the same policy, the plan is logged, no thread is touched.
 with tempfile.TemporaryDirectory() as tmp:
     policy_dir = os.path.join(tmp, "policies")
     os.mkdir(policy_dir)
@@ -145,7 +145,7 @@ with tempfile.TemporaryDirectory() as tmp:
         json.dump(policy, f)
     os.chmod(path, 0o644)
     log = open(os.path.join(tmp, "daemon.log"), "w+")
-    daemon = subprocess.Popen([npu_tuned, "--policy-dir", policy_dir, "--state-dir", tmp, "--dry-run"],
+    daemon = subprocess.Popen([npu_tuned, "--policy-dir", policy_dir, "--state-dir", tmp, "--dry-run", "--follow"],
                               stdout=log, stderr=subprocess.STDOUT)
     target = None
     try:
