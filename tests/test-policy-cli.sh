@@ -93,6 +93,26 @@ for args in "--restore --print-topology" "--print-policy --check-policy x" "--dr
 done
 echo "ok: conflicting modes and misplaced options are usage errors (exit 2)"
 
+# The offline --explain says loudly when a daemon runs that it cannot ask (another bus).
+mkdir -p "$tmp/held"
+"$bin" --root "$tmp/small" --bus=none --state-dir "$tmp/held" >"$tmp/held.log" 2>&1 &
+held=$!
+for _ in $(seq 100); do [ -e "$tmp/held/knobs.lock" ] && grep -q " $held " /proc/locks && break; sleep 0.05; done
+env -u DBUS_SESSION_BUS_ADDRESS "$bin" --explain $$ --state-dir "$tmp/held" --bus=session --json >"$tmp/out" 2>"$tmp/err"
+rc=$?
+kill "$held"; wait "$held"
+[ "$rc" = 0 ] || fail "--explain with a daemon elsewhere: exit $rc: $(cat "$tmp/err")"
+grep -q "WARNING: npu-tuned (pid $held) runs with the state directory $tmp/held but does not answer on the session bus" "$tmp/err" ||
+        fail "--explain does not say a daemon runs elsewhere: $(cat "$tmp/err")"
+grep -q "\"daemon_elsewhere\":$held" "$tmp/out" || fail "--explain --json: no daemon_elsewhere: $(cat "$tmp/out")"
+echo "ok: --explain says a daemon (pid $held) runs that it cannot ask"
+# That daemon said at start that there is no accelerator and what it means, and at stop
+# what it gave back.
+grep -q 'No accelerator found: rules that place processes next to their accelerators leave them alone here' "$tmp/held.log" ||
+        fail "start: no word on the missing accelerators: $(cat "$tmp/held.log")"
+grep -q 'Stopped: 0 managed process(es) released .*, 0 host knob(s) given back (none was changed)' "$tmp/held.log" ||
+        fail "stop: no word on what was given back: $(cat "$tmp/held.log")"
+
 # The housekeeping CPU the planner keeps on a node counts whether or not IRQs are managed:
 # control 2 + compute 2 do not fit in 4 CPUs less 1 housekeeping, and --check-policy says
 # so (before: it counted housekeeping only with IRQ management on, and said nothing while

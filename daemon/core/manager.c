@@ -268,10 +268,27 @@ int manager_run(Manager *m) {
         (void) sd_notify(false, "READY=1\nSTATUS=Running.");
         log_info("Running: %u NUMA node(s), %u accelerator(s), root %s%s.", m->topology->n_nodes, m->accels.n,
                  tune_ctx_root(m->ctx), m->live ? "" : ", process watcher off");
+        if (m->accels.n == 0)
+                log_notice("No accelerator found: rules that place processes next to their accelerators leave them "
+                           "alone here; only rules with \"accelerators\": \"none\" or an \"unattributed\" action "
+                           "of \"place\" place anything (npu-tuned --print-topology shows what was found).");
         r = sd_event_loop(m->event);
+        /* What is given back, said once at the end (the lines before it give the details). */
+        watcher_stats st = {};
+        const tune_knob_plan *plan = knobs_get_plan(m->knobs);
+        unsigned owned = 0;
+        if (m->watcher)
+                watcher_get_stats(m->watcher, &st);
+        for (unsigned i = 0; i < plan->n; i++) {
+                knob_status s = knobs_item_status(m->knobs, &plan->items[i], NULL);
+                owned += s == KNOB_STATUS_APPLIED || s == KNOB_STATUS_CHANGED_BY_OTHER;
+        }
         /* Processes still running get their affinity back where the policy says so. */
         if (m->watcher)
                 watcher_release_all(m->watcher);
         (void) knobs_stop(m->knobs);
+        log_info("Stopped: %u managed process(es) released (their original CPU affinity back where their rule says "
+                 "restore_on_stop), %u host knob(s) given back%s.",
+                 st.managed, owned, owned == 0 ? " (none was changed)" : "");
         return r;
 }

@@ -29,7 +29,7 @@ binder binding_decide(const managed_process *mp, char *why, size_t size) {
                         return mp->rule->binding_watch_ms > 0 ? BINDER_WATCHING : BINDER_DAEMON;
                 }
         default:
-                snprintf(why, size, "%s", "npu-tuned binds (\"binding\": \"daemon\")");
+                snprintf(why, size, "%s", "the rule says so (\"binding\": \"daemon\")");
                 return BINDER_DAEMON;
         }
 }

@@ -75,6 +75,10 @@ typedef struct tune_proc_visibility {
  * none of the options: everyone sees everything (what /proc shows by default). */
 int tune_parse_proc_visibility(const char *mountinfo, tune_proc_visibility *ret);
 
+/* Pure: the pid holding a flock on the file (dev, ino) in a /proc/locks text ("1: FLOCK
+ * ADVISORY WRITE 1234 fe:00:11018008 0 EOF"); -ENOENT when none does. */
+int tune_parse_proc_locks_holder(const char *text, dev_t dev, ino_t ino, pid_t *ret);
+
 /* /proc/PID/cgroup: the cgroup v2 path (the "0::" line). -ENOENT when there is none
  * (cgroup v1 only). */
 int tune_parse_proc_cgroup(const char *text, char **ret);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sysmacros.h>
 
 #include "npu-tuned/macro.h"
 #include "npu-tuned/parse.h"
@@ -428,4 +429,27 @@ int tune_parse_proc_visibility(const char *mountinfo, tune_proc_visibility *ret)
         }
         *ret = v;
         return 0;
+}
+
+int tune_parse_proc_locks_holder(const char *text, dev_t dev, ino_t ino, pid_t *ret) {
+        for (const char *line = text; line && *line;) {
+                const char *eol = strchrnul(line, '\n');
+                char kind[16], l[256];
+                unsigned maj, min;
+                unsigned long long inode;
+                int pid;
+                size_t n = (size_t) (eol - line) < sizeof l ? (size_t) (eol - line) : sizeof l - 1;
+
+                memcpy(l, line, n);
+                l[n] = 0;
+                /* "ID: FLOCK ADVISORY WRITE PID MAJ:MIN:INODE START END"; a blocked waiter
+                 * ("ID: -> FLOCK ...") holds nothing. */
+                if (sscanf(l, "%*d: %15s %*s %*s %d %x:%x:%llu", kind, &pid, &maj, &min, &inode) == 5 &&
+                    streq(kind, "FLOCK") && pid > 0 && makedev(maj, min) == dev && inode == (unsigned long long) ino) {
+                        *ret = (pid_t) pid;
+                        return 0;
+                }
+                line = *eol ? eol + 1 : eol;
+        }
+        return -ENOENT;
 }
