@@ -109,7 +109,9 @@ int replan(Placement *p, managed_process *mp, const char *why);
 /* Pin every thread of mp by role (or give them back, when it is no longer placed). */
 void apply_process(Placement *p, managed_process *mp);
 /* The placer changed other processes' CPUs: re-pin those. */
-void apply_changed(Placement *p, const tune_keys *changed);
+/* Pin the processes whose plans changed with cause's (its arrival, change or exit), and
+ * say so for each. */
+void apply_changed(Placement *p, const tune_keys *changed, pid_t cause);
 void log_placement(const Placement *p, const managed_process *mp, const tune_plan *pl, bool dry_run);
 
 /* placement-records.c */

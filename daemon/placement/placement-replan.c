@@ -115,11 +115,22 @@ void apply_process(Placement *p, managed_process *mp) {
                   stats.set, stats.unchanged, stats.vanished, stats.rounds);
 }
 
-void apply_changed(Placement *p, const tune_keys *changed) {
+void apply_changed(Placement *p, const tune_keys *changed, pid_t cause) {
         for (unsigned i = 0; i < changed->n; i++) {
                 managed_process *other = placement_find_process(p, changed->keys[i]);
-                if (other)
-                        apply_process(p, other);
+                const tune_plan *pl;
+                if (!other)
+                        continue;
+                apply_process(p, other);
+                /* Its share moved because of another process: said, as when it was placed
+                 * (a placement that changes without a word is a mystery to an operator). */
+                pl = tune_placer_get(p->placer, ((placed_process *) other->userdata)->key);
+                if (pl && pl->action == TUNE_PLAN_PLACE && !p->dry_run) {
+                        log_info("pid %d re-planned: pid %d changed what its nodes' processes share.", other->pid,
+                                 (int) cause);
+                        p->stats.placements++;
+                        event_process_placed(p->events, other, pl, ((placed_process *) other->userdata)->cpuset.container);
+                }
         }
 }
 
@@ -165,7 +176,7 @@ int replan(Placement *p, managed_process *mp, const char *why) {
                 log_debug("pid %d planned again (%s): its placement is unchanged.", mp->pid, why);
         else
                 log_placement(p, mp, pl, false);
-        apply_changed(p, &changed);
+        apply_changed(p, &changed, mp->pid);
         if (had && !tune_cpuset_equal(&old.mem_nodes, &pl->mem_nodes))
                 /* Its memory nodes moved (with its accelerators, its cpuset's mems): what
                  * was moved went to the old ones. */

@@ -129,7 +129,7 @@ static void on_process_exit(Watcher *w, managed_process *mp, watcher_exit_reason
         }
         if (tune_placer_remove(p->placer, pp->key, &changed) >= 0 && reason != WATCHER_EXIT_STOP) {
                 /* Its CPUs go back to the pool: the others on its nodes may grow. */
-                apply_changed(p, &changed);
+                apply_changed(p, &changed, mp->pid);
         }
         tune_keys_done(&changed);
         if (!keep_record)
