@@ -334,72 +334,6 @@ static int on_drift_check(sd_event_source *s, uint64_t usec, void *userdata) {
         return sd_event_source_set_time(s, usec + (uint64_t) k->interval_ms * 1000);
 }
 
-/* A value as people read it: a CPU mask as its CPU list ("ff" is "0-7"). */
-static char *value_text(const tune_knob_item *it, const char *v) {
-        _cleanup_(tune_cpuset_done) tune_cpuset set = {};
-        char *list = NULL;
-
-        if (!v)
-                return strdup("-");
-        if (it->format == TUNE_KNOB_CPUMASK && tune_cpuset_parse_mask(&set, v) >= 0 &&
-            tune_cpuset_format_list(&set, &list) >= 0)
-                return list;
-        return strdup(v);
-}
-
-/* What an item's line says after its name: "skipped: why", "X (already)", "X -> Y". */
-static char *dry_run_change(const tune_knob_item *it) {
-        _cleanup_free_ char *cur = value_text(it, it->current), *want = value_text(it, it->desired);
-        char *s = NULL;
-
-        if (it->outcome == TUNE_KNOB_SKIPPED)
-                return asprintf(&s, "skipped: %s", or_none(it->skip_reason)) < 0 ? NULL : s;
-        if (tune_knob_value_equal(it->format, it->current, it->desired))
-                return asprintf(&s, "%s (already)", cur ? cur : "-") < 0 ? NULL : s;
-        return asprintf(&s, "%s -> %s", cur ? cur : "-", want ? want : "-") < 0 ? NULL : s;
-}
-
-static void print_dry_run(const Knobs *k, const tune_journal *previous) {
-        printf("# npu-tuned --dry-run: host knobs, current -> desired. Nothing is changed.\n");
-        if (previous)
-                printf("# a journal of a previous run holds %u knob(s): their originals would come from it.\n",
-                       previous->n);
-        for (unsigned i = 0; i < k->plan.n_notes; i++)
-                printf("# %s: %s\n", k->plan.notes[i].backend, k->plan.notes[i].message);
-        for (unsigned i = 0; i < k->plan.n;) {
-                const tune_knob_item *it = &k->plan.items[i];
-                _cleanup_free_ char *change = dry_run_change(it);
-                _cleanup_(tune_cpuset_done) tune_cpuset cpus = {};
-                unsigned j = i + 1;
-
-                /* One line for a run of CPU governors that change the same way (a host has
-                 * a policy per CPU: 192 lines said one thing). */
-                if (it->backend->kind == TUNE_KNOB_KIND_CPUFREQ && it->label && startswith_lit(it->label, "CPUs ") &&
-                    tune_cpuset_parse_list(&cpus, it->label + strlen("CPUs ")) >= 0)
-                        for (; j < k->plan.n; j++) {
-                                const tune_knob_item *next = &k->plan.items[j];
-                                _cleanup_free_ char *c = NULL;
-                                _cleanup_(tune_cpuset_done) tune_cpuset more = {};
-                                if (next->backend->kind != TUNE_KNOB_KIND_CPUFREQ || !next->label ||
-                                    !startswith_lit(next->label, "CPUs ") ||
-                                    tune_cpuset_parse_list(&more, next->label + strlen("CPUs ")) < 0)
-                                        break;
-                                c = dry_run_change(next);
-                                if (!c || !change || !streq(c, change) || tune_cpuset_or(&cpus, &more) < 0)
-                                        break;
-                        }
-                if (j > i + 1) {
-                        _cleanup_free_ char *list = NULL;
-                        (void) tune_cpuset_format_list(&cpus, &list);
-                        printf("cpufreq (%u policies, CPUs %s): %s\n", j - i, list ? list : "?", change ? change : "?");
-                } else
-                        printf("%s%s%s%s: %s\n", it->id, it->label ? " (" : "", it->label ? it->label : "",
-                               it->label ? ")" : "", change ? change : "?");
-                i = j;
-        }
-        fflush(stdout);
-}
-
 static int knobs_start_locked(Knobs *k, const knobs_inputs *in, tune_journal *owned);
 
 /* An accelerator's IRQ, steered to its node's housekeeping CPUs (knob-irq.c says whose
@@ -532,7 +466,7 @@ static int knobs_start_locked(Knobs *k, const knobs_inputs *in, tune_journal *ow
                 unsigned line;
                 if (tune_journal_load(state_dir, &previous, &line) < 0)
                         previous = NULL;
-                print_dry_run(k, previous);
+                knobs_print_dry_run(&k->plan, previous);
                 return 0;
         }
 

@@ -60,6 +60,10 @@ typedef enum knob_status {
 
 const char *knob_status_to_string(knob_status s) _pure_;
 
+/* knobs-dry-run.c: the plan as --dry-run prints it (previous: a dead run's journal, may
+ * be NULL). */
+void knobs_print_dry_run(const tune_knob_plan *plan, const tune_journal *previous);
+
 /* The plan of this run with each item's outcome (empty when k is NULL), for the bus. */
 const tune_knob_plan *knobs_get_plan(const Knobs *k);
 /* What an item of that plan is now; *ret_note (may be NULL) the reason for skipped/refused,
