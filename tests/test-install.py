@@ -3,10 +3,15 @@
 """meson install into a DESTDIR puts every file in its Debian place and nothing else:
 npu-tuned in sbin, npu-tunectl in bin, the unit, the bus policy, the interface XML (the
 same as npu-tuned --bus-introspect prints), the shipped policy and the examples, the three
-man pages, the bash completion. The installed unit starts the installed npu-tuned.
+man pages, the bash completion; and the admin's empty drop-in directory
+/etc/npu-tuned/policies.d (in /etc whatever the prefix). The installed unit starts the
+installed npu-tuned. `meson install --strip` (the README's release install) leaves no
+debugging information or symbol table in the two programs (checked with readelf when
+binutils is installed).
 Usage: test-install.py BUILD_DIR"""
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -51,6 +56,14 @@ with tempfile.TemporaryDirectory() as dest:
     if missing or extra or len(unit) != 1 or len(completion) != 1:
         fail(f"installed files: missing {sorted(missing)}, unexpected {sorted(extra)}, unit {unit}, completion {completion}")
     print(f"ok: {len(found)} files, each in its place (prefix {prefix}, unit {unit[0]}, completion {completion[0]})")
+    # The same rule as the top meson.build: a relative sysconfdir means /etc, not PREFIX/etc.
+    sysconf = opts["sysconfdir"] if opts["sysconfdir"].startswith("/") else "/etc"
+    dropins = f"{sysconf}/npu-tuned/policies.d"
+    if not os.path.isdir(dest + dropins):
+        fail(f"meson install did not create the drop-in directory {dropins}")
+    if os.listdir(dest + dropins):
+        fail(f"the drop-in directory {dropins} is not empty: {os.listdir(dest + dropins)}")
+    print(f"ok: the drop-in directory {dropins} exists, empty")
     with open(dest + unit[0]) as f:
         text = f.read()
     exe = f"{prefix}/{opts['sbindir']}/npu-tuned"
@@ -65,4 +78,22 @@ with tempfile.TemporaryDirectory() as dest:
         if v.returncode != 0 or not v.stdout.startswith(os.path.basename(tool)):
             fail(f"{tool} --version: {v.stdout}{v.stderr}")
     print("ok: the unit starts the installed npu-tuned; the interface XML is its --bus-introspect; both tools run")
+programs = (f"{prefix}/{opts['sbindir']}/npu-tuned", f"{prefix}/{opts['bindir']}/npu-tunectl")
+if not shutil.which("readelf"):
+    print("SKIP (part): readelf is not installed (binutils): meson install --strip not checked")
+else:
+    with tempfile.TemporaryDirectory() as dest:
+        p = subprocess.run(["meson", "install", "-C", build, "--destdir", dest, "--no-rebuild", "--quiet", "--strip"],
+                           capture_output=True, text=True)
+        if p.returncode != 0:
+            fail(f"meson install --strip exited {p.returncode}: {p.stdout}{p.stderr}")
+        for prog in programs:
+            sections = subprocess.run(["readelf", "-S", "-W", dest + prog], capture_output=True, text=True, check=True).stdout
+            left = [s for s in (".debug_info", ".symtab") if f" {s} " in sections]
+            if left:
+                fail(f"{prog} after meson install --strip still has {left}")
+            v = subprocess.run([dest + prog, "--version"], capture_output=True, text=True)
+            if v.returncode != 0:
+                fail(f"{prog} --version after meson install --strip: {v.stdout}{v.stderr}")
+        print(f"ok: meson install --strip: {', '.join(programs)} have no .debug_info or .symtab, and run")
 print("PASS")
