@@ -44,6 +44,11 @@ done
 expect 0 - -- --check-policy "$src/policies/10-default.json" "$src/policies/50-atlas-800i-a2.json"
 expect 0 - -- --check-policy "$src/policies/10-default.json" "$src/tests/policy/dropin-site.json"
 grep -q '^OK: 2 files, 6 process rules' "$tmp/out" || fail "drop-in: $(cat "$tmp/out")"
+# An empty file and a directory without policies: each said for what it is.
+: >"$tmp/empty.json"
+mkdir -p "$tmp/nopolicies"
+expect 1 "$tmp/empty.json: the file is empty: a policy is a JSON object (npu-tuned.policy(5))
+$tmp/nopolicies: no *.json policy files in this directory" -- --check-policy "$tmp/empty.json" "$tmp/nopolicies"
 # every-key.json is the guest's (an edu device on node 1): on this host it has host
 # problems only, and --check-policy fails exactly as the daemon refuses to start with it.
 expect 1 - -- --check-policy "$src/tests/policy/every-key.json"
@@ -184,7 +189,7 @@ rm "$tmp/slow.json"
 expect 2 "npu-tuned: --check-policy needs at least one file or directory" -- --check-policy
 expect 1 "$tmp/nope: cannot open: No such file or directory" -- --check-policy "$tmp/nope"
 mkdir "$tmp/empty"
-expect 1 "$tmp/empty: no *.json policy files" -- --check-policy "$tmp/empty"
+expect 1 "$tmp/empty: no *.json policy files in this directory" -- --check-policy "$tmp/empty"
 
 # Permissions, as the daemon (root) would see them.
 if [ "$(id -u)" = 0 ]; then

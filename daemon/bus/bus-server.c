@@ -149,8 +149,9 @@ int bus_server_open(BusServer *b, daemon_bus which_bus, sd_event *e, const sd_bu
                         log_warning("%s is already taken on the %s bus (another npu-tuned?): running without D-Bus.",
                                     NPU_BUS_NAME, which);
                 else
-                        log_warning_errno(r, "The %s bus refused the name %s (%m; is units/org.nputuned1.conf installed "
-                                             "in /usr/share/dbus-1/system.d/?): running without D-Bus.",
+                        log_warning_errno(r, "The %s bus refused the name %s (%m; is the bus policy "
+                                             "/usr/share/dbus-1/system.d/org.nputuned1.conf installed, and was the bus "
+                                             "reloaded since?): running without D-Bus.",
                                           which, NPU_BUS_NAME);
                 return 0;
         }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "npu-tuned/accel.h"
@@ -115,8 +116,19 @@ int run_check_policy(const daemon_options *o) {
 
         r = tune_policy_load(&params, &p, &errors);
         if (r == -ENOENT) {
-                for (unsigned i = 0; i < o->n_paths; i++)
-                        fprintf(stderr, "%s: no *.json policy files\n", o->paths[i]);
+                /* Said for what each path is: an empty file is not "no files". */
+                for (unsigned i = 0; i < o->n_paths; i++) {
+                        struct stat st;
+                        if (stat(o->paths[i], &st) < 0)
+                                fprintf(stderr, "%s: %s\n", o->paths[i], strerror(errno));
+                        else if (S_ISDIR(st.st_mode))
+                                fprintf(stderr, "%s: no *.json policy files in this directory\n", o->paths[i]);
+                        else if (st.st_size == 0)
+                                fprintf(stderr, "%s: the file is empty: a policy is a JSON object (npu-tuned.policy(5))\n",
+                                        o->paths[i]);
+                        else
+                                fprintf(stderr, "%s: not a *.json policy file\n", o->paths[i]);
+                }
                 goto out;
         }
         if (!checked(o, r, p, &errors))

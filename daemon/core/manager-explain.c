@@ -60,10 +60,11 @@ int manager_explain(Manager *m, pid_t pid, uid_t asker, json_object **ret) {
         tune_proc_facts_init(&f, m->ctx, pid, st.comm);
         rule = m->policy ? tune_policy_match(m->policy, &f, &retitle) : NULL;
         tune_proc_facts_done(&f);
-        if (rule)
-                snprintf(reason, sizeof reason,
-                         "it matches rule \"%s\" but is not managed (released until it execs again, or the "
-                         "max_managed_processes limit was reached)", rule->name);
+        if (rule) {
+                const char *why = watcher_unmanaged_reason(m->watcher, pid);
+                snprintf(reason, sizeof reason, "it matches rule \"%s\" but is not managed%s%s", rule->name,
+                         *why ? ": " : "", why);
+        }
         else
                 snprintf(reason, sizeof reason, "it matches no rule of the policy: npu-tuned leaves it alone");
         return explain_unmanaged_to_json(pid, EXPLAIN_SOURCE_DAEMON, reason, ret);

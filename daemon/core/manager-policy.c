@@ -42,7 +42,10 @@ static void log_loaded(const Manager *m, const char *verb) {
 
         if (p->embedded) {
                 if (m->options->n_policy_dirs > 0)
-                        log_info("%s the embedded default policy: no *.json policy file in the --policy-dir directories.", verb);
+                        /* Asked for a directory and given the default: not what was meant, most
+                         * likely (a typo, files not named *.json). */
+                        log_warning("%s the embedded default policy: no *.json policy file in the --policy-dir "
+                                    "directories.", verb);
                 else
                         log_info("%s the embedded default policy: no *.json policy file in %s or %s.", verb,
                                  POLICY_SHIPPED_DIR, POLICY_ETC_DIR);

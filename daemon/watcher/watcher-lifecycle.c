@@ -109,8 +109,12 @@ int watcher_start(Watcher *w) {
         watcher_resync(w);
         w->stats.resyncs = 0; /* the start-up scan is not a resync */
         connector_get_stats(w->connector, &cs);
-        log_info("Watching processes: %u rule(s), %u managed after the initial scan, event filter %s, receive buffer %d KiB.",
-                 w->policy ? w->policy->n_rules : 0, w->stats.managed, cs.filter ? "on" : "off", cs.rcvbuf / 1024);
+        /* The kernel doubles SO_RCVBUF for its bookkeeping and reports the double: the
+         * policy's proc_connector_rcvbuf_kib is what was asked for, and what is said. */
+        log_info("Watching processes: %u rule(s), %u managed after the initial scan, event filter %s, receive buffer "
+                 "%d KiB (proc_connector_rcvbuf_kib; the kernel reserves %d KiB for it).",
+                 w->policy ? w->policy->n_rules : 0, w->stats.managed, cs.filter ? "on" : "off", cs.rcvbuf / 2 / 1024,
+                 cs.rcvbuf / 1024);
         return 0;
 }
 
@@ -288,4 +292,16 @@ uint64_t watcher_event_timestamp_ns(const Watcher *w) {
 
 uint64_t watcher_event_handling_ns(const Watcher *w) {
         return w->stats.event_handling_ns;
+}
+
+const char *watcher_unmanaged_reason(Watcher *w, pid_t pid) {
+        const Entry *e = registry_get(w->registry, pid);
+
+        if (e && e->released)
+                return "released (D-Bus Release()): not managed until it execs again";
+        for (unsigned i = 0; i < w->n_refused; i++)
+                if (w->refused[i].pid == pid)
+                        return "refused: max_managed_processes processes are managed; taken when one goes";
+        return "not managed yet: the watcher has not looked at it as it is now (a rescan, a rename or an exec will), "
+               "or its user is over its share of max_managed_processes";
 }

@@ -130,6 +130,11 @@ void watcher_get_stats(const Watcher *w, watcher_stats *ret);
 /* The pids of the managed processes, sorted (for listings: look each up with
  * watcher_find(), which skips one that exited meanwhile). The caller frees *ret. */
 int watcher_managed_pids(Watcher *w, pid_t **ret, size_t *ret_n);
+/* Why a process a rule matches is not managed, in words for explain: released (Release(),
+ * until it execs again), refused for a full table, over its user's share, or "" when the
+ * watcher has no such word for it (it was not looked at as it is now). */
+const char *watcher_unmanaged_reason(Watcher *w, pid_t pid);
+
 /* Scan /proc again now, as after an overrun (D-Bus Rescan()). */
 void watcher_rescan(Watcher *w);
 /* Stop managing pid: on_process_exit(WATCHER_EXIT_RELEASED), and leave it alone until it

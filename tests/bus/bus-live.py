@@ -141,6 +141,9 @@ try:
     now = livetest.affinities(target.pid)
     expect(all(a == original for _, a in now.values()),
            f"Release(): every thread back on its original CPUs {sorted(original)}, ProcessReleased signalled")
+    ex = json.loads(bus.run([tunectl, "--json", "explain", str(target.pid)]).stdout)
+    expect(not ex["managed"] and "released (D-Bus Release())" in ex["reason"],
+           f"explain of the released process says it was released: {ex['reason']}")
     bus.call("Rescan")
     time.sleep(0.3)
     expect(bus.get("ManagedProcesses") == "u 0" and all(a == original for _, a in livetest.affinities(target.pid).values()),
