@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 #include <systemd/sd-bus.h>
@@ -182,7 +183,12 @@ int report(const char *what, const sd_bus_error *e, int r) {
                         bus_name(), strerror(sd_bus_error_is_set(e) ? sd_bus_error_get_errno(e) : -r));
                 return EXIT_NOT_RUNNING;
         }
-        fprintf(stderr, "npu-tunectl %s: %s: %s\n", arg.verb, what, sd_bus_error_is_set(e) ? e->message : strerror(-r));
+        /* "npu-tunectl status: Version: ..." names the property; "reload: Reload:" would not help. */
+        if (strcasecmp(what, arg.verb) == 0)
+                fprintf(stderr, "npu-tunectl %s: %s\n", arg.verb, sd_bus_error_is_set(e) ? e->message : strerror(-r));
+        else
+                fprintf(stderr, "npu-tunectl %s: %s: %s\n", arg.verb, what,
+                        sd_bus_error_is_set(e) ? e->message : strerror(-r));
         /* A failure the daemon answered is a result too: scripts read it from stdout. */
         if (arg.json && sd_bus_error_is_set(e)) {
                 _cleanup_(json_object_putp) json_object *j = json_object_new_object();

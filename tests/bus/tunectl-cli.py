@@ -220,6 +220,23 @@ try:
         p = run(bus, "status", env=dict(env, NPU_TUNECTL_BUS="bogus"))
         expect(p.returncode == 2 and "NPU_TUNECTL_BUS" in p.stderr, "NPU_TUNECTL_BUS=bogus: exit 2, named")
 
+
+        # The daemon stops: monitor says so and exits 3, not waiting for nothing.
+        mon_err.seek(0)
+        mon_err.truncate()
+        mon = subprocess.Popen([tunectl, "monitor"], env=e, stdout=subprocess.DEVNULL, stderr=mon_err)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and "Monitoring" not in open(mon_err.name).read():
+            time.sleep(0.05)
+        d.kill(signal.SIGTERM)
+        d.wait()
+        try:
+            rc = mon.wait(10)
+        except subprocess.TimeoutExpired:
+            mon.kill()
+            rc = None
+        expect(rc == 3 and "npu-tuned left the system bus" in open(mon_err.name).read(),
+               f"monitor: the daemon stops, exit 3 ({rc})")
     finally:
         d.kill(signal.SIGTERM)
         d.wait()
