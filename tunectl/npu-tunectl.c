@@ -307,6 +307,8 @@ static int cmd_processes(int argc, char **argv) {
         return output(&t, all, r, "No managed processes.");
 }
 
+static int usage_error(const char *fmt, ...) _printf_(1, 2);
+
 static int parse_pid(const char *s, uint32_t *ret) {
         char *end;
         unsigned long v;
@@ -314,8 +316,7 @@ static int parse_pid(const char *s, uint32_t *ret) {
         errno = 0;
         v = strtoul(s, &end, 10);
         if (errno || *end || !*s || v == 0 || v > 4194304) {
-                fprintf(stderr, "npu-tunectl: not a process id: %s\n", s);
-                return EXIT_USAGE;
+                return usage_error("not a process id: %s", s);
         }
         *ret = (uint32_t) v;
         return EXIT_OK;

@@ -164,8 +164,8 @@ int cmd_policy(int argc, char **argv) {
         }
         if (!arg.json) {
                 if (streq(source, "daemon"))
-                        fprintf(stderr, "npu-tunectl: the policy of the running npu-tuned, from %s (read again now):\n",
-                                embedded ? "its embedded default" : "its policy files");
+                        fprintf(stderr, "npu-tunectl: the policy of the running npu-tuned, %s:\n",
+                                embedded ? "its embedded default" : "from its policy files as they are now");
                 rc = run_print_policy(&o);
         } else
                 r = capture(run_print_policy, &o, &out, &err, &rc);

@@ -177,6 +177,25 @@ try:
         p = run(bus, "status")
         expect("taken: Policy reloaded." in p.stdout, "status: Last reload ..., taken: Policy reloaded.")
 
+        # A refused reload: exit 1, the daemon's answer as JSON, and status says so.
+        with open(host_file) as f:
+            good = f.read()
+        with open(host_file, "w") as f:
+            f.write('{"version": 1, "host": { broken')
+        p = run(bus, "reload", "--json")
+        rj = load(p, "reload --json of a broken policy")
+        expect(p.returncode == 1 and rj["ok"] is False and rj["error"] == "org.nputuned1.Error.PolicyInvalid"
+               and "50-host.json" in rj["message"], f"reload --json of a broken policy: exit 1, {rj}")
+        st = load(run(bus, "status", "--json"), "status --json after a refused reload")
+        expect(st["last_reload"]["ok"] is False and "previous policy kept" in st["last_reload"]["message"],
+               f"status --json: the refused reload ({st['last_reload']})")
+        expect("refused: Policy reload failed" in run(bus, "status").stdout, "status: Last reload ..., refused: ...")
+        with open(host_file, "w") as f:
+            f.write(good)
+        run(bus, "reload")
+        p = run(bus, "explain", "x")
+        expect(p.returncode == 2 and "npu-tunectl --help" in p.stderr, "explain x: exit 2 and a hint")
+
         # rescan/release --json: the daemon's answer (no watcher on a fake root) as JSON.
         for args in (("rescan",), ("release", str(os.getpid()))):
             p = run(bus, *args, "--json")
