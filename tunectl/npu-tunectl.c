@@ -142,6 +142,10 @@ sd_bus *bus;
  * a System.Error.E* name (so bus_client_error_is_absent(), which trusts e's name when it is
  * set, does not see it). A bus whose policy refuses this user closes the connection. */
 static bool connection_lost(const sd_bus_error *e, int r) {
+        /* Only sd-bus's own errno names: a D-Bus error such as UnknownProperty (an older
+         * daemon) also maps to an errno (ENOENT), but came from a daemon that answered. */
+        if (sd_bus_error_is_set(e) && !startswith_lit(e->name, "System.Error."))
+                return false;
         int err = sd_bus_error_is_set(e) ? sd_bus_error_get_errno(e) : -r;
         return err == ENOTCONN || err == ECONNRESET || err == ECONNREFUSED || err == EPIPE || err == ENOENT ||
                err == ENOMEDIUM || err == EHOSTDOWN || err == ENXIO || err == ECONNABORTED;
@@ -151,11 +155,12 @@ bool unreachable(const sd_bus_error *e, int r) {
         return !bus || bus_client_error_is_absent(e, r) || connection_lost(e, r);
 }
 
+/* AccessDenied from the bus driver or the daemon, or EACCES/EPERM from sd-bus itself (its
+ * check of privileged methods, System.Error.EPERM). */
 static bool access_denied(const sd_bus_error *e, int r) {
-        if (sd_bus_error_is_set(e))
-                return sd_bus_error_has_name(e, SD_BUS_ERROR_ACCESS_DENIED) ||
-                       sd_bus_error_has_name(e, SD_BUS_ERROR_AUTH_FAILED);
-        return r == -EACCES || r == -EPERM;
+        int err = sd_bus_error_is_set(e) ? sd_bus_error_get_errno(e) : -r;
+        return sd_bus_error_has_name(e, SD_BUS_ERROR_ACCESS_DENIED) || sd_bus_error_has_name(e, SD_BUS_ERROR_AUTH_FAILED) ||
+               err == EACCES || err == EPERM;
 }
 
 /* Every failure of a call ends here: one line, and an exit code a script can act on. */
@@ -386,7 +391,7 @@ static int cmd_topology(int argc, char **argv) {
 
         if (bus)
                 r = sd_bus_call_method(bus, NPU_BUS_NAME, NPU_BUS_PATH, NPU_BUS_INTERFACE, "GetTopology", &e, &m, NULL);
-        if (r < 0 && (!bus || bus_client_error_is_absent(&e, r))) {
+        if (r < 0 && unreachable(&e, r)) {
                 /* No daemon: what this machine looks like with the installed policy. */
                 daemon_options o = { .mode = MODE_PRINT_TOPOLOGY, .root = "/", .json = arg.json };
                 return run_print_topology(&o);

@@ -268,6 +268,8 @@ try:
         p = run(closed, "status", run_as="nobody")
         expect(p.returncode == 3 and "cannot reach npu-tuned" in p.stderr and len(p.stderr.splitlines()) == 1,
                f"a bus that refuses the connection: exit 3, one line ({p.returncode}: {p.stderr.strip()!r})")
+        p = run(closed, "topology", run_as="nobody")
+        expect(p.returncode == 0 and "NODE" in p.stdout, "topology on a bus that refuses the connection: this machine's")
     finally:
         closed.close()
 finally:
