@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <time.h>
 #include <unistd.h>
 #include <systemd/sd-bus.h>
 
@@ -21,22 +23,11 @@
 #include "policy-cli.h"
 #include "npu-tuned/proc.h"
 #include "print-topology.h"
+#include "tunectl.h"
 
-enum {
-        EXIT_OK = 0,
-        EXIT_FAILED = 1,       /* the daemon answered with an error, or a policy has problems */
-        EXIT_USAGE = 2,
-        EXIT_NOT_RUNNING = 3,  /* no npu-tuned on the bus (or no bus) */
-        EXIT_DENIED = 4,       /* the command needs root */
-};
+tunectl_args arg = { .bus = DAEMON_BUS_SYSTEM, .verb = "npu-tunectl" };
 
-static struct {
-        daemon_bus bus;
-        bool json;
-        bool color;
-} arg = { .bus = DAEMON_BUS_SYSTEM };
-
-static const char *bus_name(void) {
+const char *bus_name(void) {
         return arg.bus == DAEMON_BUS_SESSION ? "session" : "system";
 }
 
@@ -103,11 +94,26 @@ static void table_done(Table *t) {
         free(t->cells);
 }
 
-static void print_json(json_object *j) {
-        puts(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED));
-}
+void print_json(json_object *j) {
+        const char *s = json_object_to_json_string_ext(
+                j, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE);
 
-static int bad_reply(int r);
+        /* json-c prints an empty array as "[", a newline and "]": shown as []. A newline is
+         * never inside a string (it is escaped there), so "[" followed by white space with a
+         * newline in it and "]" is always such an array. */
+        for (const char *p = s; *p; p++) {
+                if (*p == '[') {
+                        size_t n = strspn(p + 1, " \n");
+                        if (p[1 + n] == ']' && memchr(p + 1, '\n', n)) {
+                                fputs("[]", stdout);
+                                p += n + 1;
+                                continue;
+                        }
+                }
+                putchar(*p);
+        }
+        putchar('\n');
+}
 
 /* A listing read with the outcome r: JSON with --json, else the table, or one line when
  * it has no rows. */
@@ -130,21 +136,72 @@ static int output(Table *t, json_object *all, int r, const char *empty) {
 
 /* ---- the bus ---- */
 
-static sd_bus *bus;
+sd_bus *bus;
 
-/* An error of a call, as one line and an exit code. */
-static int report(const char *what, const sd_bus_error *e, int r) {
-        if (bus_client_error_is_absent(e, r)) {
+/* The connection itself failed: sd-bus reports it as an errno, which it also puts in e as
+ * a System.Error.E* name (so bus_client_error_is_absent(), which trusts e's name when it is
+ * set, does not see it). A bus whose policy refuses this user closes the connection. */
+static bool connection_lost(const sd_bus_error *e, int r) {
+        /* Only sd-bus's own errno names: a D-Bus error such as UnknownProperty (an older
+         * daemon) also maps to an errno (ENOENT), but came from a daemon that answered. */
+        if (sd_bus_error_is_set(e) && !startswith_lit(e->name, "System.Error."))
+                return false;
+        int err = sd_bus_error_is_set(e) ? sd_bus_error_get_errno(e) : -r;
+        return err == ENOTCONN || err == ECONNRESET || err == ECONNREFUSED || err == EPIPE || err == ENOENT ||
+               err == ENOMEDIUM || err == EHOSTDOWN || err == ENXIO || err == ECONNABORTED;
+}
+
+bool unreachable(const sd_bus_error *e, int r) {
+        return !bus || bus_client_error_is_absent(e, r) || connection_lost(e, r);
+}
+
+/* AccessDenied from the bus driver or the daemon, or EACCES/EPERM from sd-bus itself (its
+ * check of privileged methods, System.Error.EPERM). */
+static bool access_denied(const sd_bus_error *e, int r) {
+        int err = sd_bus_error_is_set(e) ? sd_bus_error_get_errno(e) : -r;
+        return sd_bus_error_has_name(e, SD_BUS_ERROR_ACCESS_DENIED) || sd_bus_error_has_name(e, SD_BUS_ERROR_AUTH_FAILED) ||
+               err == EACCES || err == EPERM;
+}
+
+/* Every failure of a call ends here: one line, and an exit code a script can act on. */
+int report(const char *what, const sd_bus_error *e, int r) {
+        if (access_denied(e, r)) {
+                /* The bus driver's own rejection ("Rejected send message, 2 matched rules;
+                 * type=...") says nothing to a user: say what it means. */
+                if (arg.privileged)
+                        fprintf(stderr, "npu-tunectl %s: refused: it needs root\n", arg.verb);
+                else if (sd_bus_error_is_set(e) && e->message && !strstr(e->message, "matched rules"))
+                        fprintf(stderr, "npu-tunectl %s: refused: %s\n", arg.verb, e->message);
+                else
+                        fprintf(stderr, "npu-tunectl %s: refused by the %s bus's policy for %s\n", arg.verb, bus_name(),
+                                NPU_BUS_NAME);
+                return EXIT_DENIED;
+        }
+        if (bus_client_error_is_absent(e, r) && !connection_lost(e, r)) {
                 fprintf(stderr, "npu-tunectl: npu-tuned is not running (nothing owns %s on the %s bus).\n", NPU_BUS_NAME,
                         bus_name());
                 return EXIT_NOT_RUNNING;
         }
-        if (sd_bus_error_has_name(e, SD_BUS_ERROR_ACCESS_DENIED) || r == -EACCES || r == -EPERM) {
-                fprintf(stderr, "npu-tunectl: %s: permission denied: %s\n", what,
-                        sd_bus_error_is_set(e) ? e->message : "this needs root");
-                return EXIT_DENIED;
+        if (unreachable(e, r)) {
+                fprintf(stderr, "npu-tunectl: cannot reach npu-tuned: the %s bus closed or refused the connection "
+                                "(its policy may not let this user in): %s\n",
+                        bus_name(), strerror(sd_bus_error_is_set(e) ? sd_bus_error_get_errno(e) : -r));
+                return EXIT_NOT_RUNNING;
         }
-        fprintf(stderr, "npu-tunectl: %s: %s\n", what, sd_bus_error_is_set(e) ? e->message : strerror(-r));
+        /* "npu-tunectl status: Version: ..." names the property; "reload: Reload:" would not help. */
+        if (strcasecmp(what, arg.verb) == 0)
+                fprintf(stderr, "npu-tunectl %s: %s\n", arg.verb, sd_bus_error_is_set(e) ? e->message : strerror(-r));
+        else
+                fprintf(stderr, "npu-tunectl %s: %s: %s\n", arg.verb, what,
+                        sd_bus_error_is_set(e) ? e->message : strerror(-r));
+        /* A failure the daemon answered is a result too: scripts read it from stdout. */
+        if (arg.json && sd_bus_error_is_set(e)) {
+                _cleanup_(json_object_putp) json_object *j = json_object_new_object();
+                json_object_object_add(j, "ok", json_object_new_boolean(false));
+                json_object_object_add(j, "error", json_object_new_string(e->name));
+                json_object_object_add(j, "message", json_object_new_string(e->message ? e->message : ""));
+                print_json(j);
+        }
         return EXIT_FAILED;
 }
 
@@ -157,7 +214,7 @@ static int connect_bus(void) {
         return EXIT_OK;
 }
 
-static int get_property(const char *name, const char *type, sd_bus_message **ret) {
+int get_property(const char *name, const char *type, sd_bus_message **ret) {
         _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
         int r = sd_bus_get_property(bus, NPU_BUS_NAME, NPU_BUS_PATH, NPU_BUS_INTERFACE, name, &e, ret, type);
         return r < 0 ? report(name, &e, r) : EXIT_OK;
@@ -180,118 +237,12 @@ static int call(const char *method, sd_bus_message **ret, const char *types, ...
         return r < 0 ? report(method, &e, r) : EXIT_OK;
 }
 
-static int bad_reply(int r) {
+int bad_reply(int r) {
         fprintf(stderr, "npu-tunectl: unexpected reply from npu-tuned: %s\n", strerror(-r));
         return EXIT_FAILED;
 }
 
 /* ---- commands ---- */
-
-/* How many elements an array property of structs of type element has. */
-static int count_items(const char *name, const char *element, unsigned *ret) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
-        char type[32];
-        int r;
-
-        snprintf(type, sizeof type, "a%s", element);
-        if ((r = get_property(name, type, &m)) != EXIT_OK)
-                return r;
-        *ret = 0;
-        if (sd_bus_message_enter_container(m, 'a', element) >= 0)
-                while (sd_bus_message_skip(m, element) > 0)
-                        (*ret)++;
-        return EXIT_OK;
-}
-
-static int cmd_status(int argc, char **argv) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
-        const char *version, *state, *s;
-        uint64_t events, resyncs, overruns, placements, migrations;
-        unsigned managed, n_nodes = 0, n_accels = 0, n_knobs = 0, n_owned = 0, n_already = 0;
-        _cleanup_(json_object_putp) json_object *files = json_object_new_array();
-        int dry_run, r;
-        char *v;
-
-#define GET(name, type, ...)                                                     \
-        do {                                                                     \
-                m = sd_bus_message_unref(m);                                     \
-                r = get_property(name, type, &m);                                \
-                if (r != EXIT_OK)                                                \
-                        return r;                                                \
-                r = sd_bus_message_read(m, type, __VA_ARGS__);                   \
-                if (r < 0)                                                       \
-                        return bad_reply(r);                                     \
-        } while (0)
-        GET("Version", "s", &v);
-        version = strdupa(v);
-        GET("State", "s", &v);
-        state = strdupa(v);
-        GET("DryRun", "b", &dry_run);
-        GET("ManagedProcesses", "u", &managed);
-        GET("Stats", "(ttttt)", &events, &resyncs, &overruns, &placements, &migrations);
-#undef GET
-        m = sd_bus_message_unref(m);
-        if ((r = get_property("PolicyFiles", "as", &m)) != EXIT_OK)
-                return r;
-        if (sd_bus_message_enter_container(m, 'a', "s") >= 0)
-                while (sd_bus_message_read(m, "s", &s) > 0)
-                        json_object_array_add(files, json_object_new_string(s));
-        if ((r = count_items("Nodes", "(istt)", &n_nodes)) != EXIT_OK ||
-            (r = count_items("Accelerators", "(sisis)", &n_accels)) != EXIT_OK)
-                return r;
-        m = sd_bus_message_unref(m);
-        if ((r = get_property("Knobs", "a(ssssss)", &m)) != EXIT_OK)
-                return r;
-        if (sd_bus_message_enter_container(m, 'a', "(ssssss)") >= 0) {
-                const char *id, *path, *orig, *applied, *status, *note;
-                while (sd_bus_message_read(m, "(ssssss)", &id, &path, &orig, &applied, &status, &note) > 0) {
-                        n_knobs++;
-                        if (streq(status, "applied") || streq(status, "changed-by-other"))
-                                n_owned++;
-                        else if (streq(status, "already"))
-                                n_already++;
-                }
-        }
-        if (arg.json) {
-                json_object *j = json_object_new_object();
-                json_object_object_add(j, "version", json_object_new_string(version));
-                json_object_object_add(j, "state", json_object_new_string(state));
-                json_object_object_add(j, "dry_run", json_object_new_boolean(dry_run));
-                json_object_object_add(j, "policy_files", TAKE_PTR(files));
-                json_object_object_add(j, "nodes", json_object_new_int((int) n_nodes));
-                json_object_object_add(j, "accelerators", json_object_new_int((int) n_accels));
-                json_object_object_add(j, "managed_processes", json_object_new_int((int) managed));
-                json_object_object_add(j, "knobs", json_object_new_int((int) n_knobs));
-                json_object_object_add(j, "knobs_owned", json_object_new_int((int) n_owned));
-                json_object_object_add(j, "knobs_already", json_object_new_int((int) n_already));
-                json_object *st = json_object_new_object();
-                json_object_object_add(st, "events", json_object_new_uint64(events));
-                json_object_object_add(st, "resyncs", json_object_new_uint64(resyncs));
-                json_object_object_add(st, "overruns", json_object_new_uint64(overruns));
-                json_object_object_add(st, "placements", json_object_new_uint64(placements));
-                json_object_object_add(st, "migrations", json_object_new_uint64(migrations));
-                json_object_object_add(j, "stats", st);
-                print_json(j);
-                json_object_put(j);
-                return EXIT_OK;
-        }
-        printf("npu-tuned %s on the %s bus\n", version, bus_name());
-        printf("       State: %s%s%s\n", arg.color && !streq(state, "running") ? "\033[1m" : "", state,
-               arg.color && !streq(state, "running") ? "\033[0m" : "");
-        if (json_object_array_length(files) == 0)
-                printf("      Policy: the embedded default\n");
-        for (size_t i = 0; i < json_object_array_length(files); i++)
-                printf("%s%s\n", i == 0 ? "      Policy: " : "              ",
-                       json_object_get_string(json_object_array_get_idx(files, i)));
-        printf("    Topology: %u NUMA node(s), %u accelerator(s)\n", n_nodes, n_accels);
-        printf("   Processes: %u managed (%llu placement(s), %llu memory migration(s))\n", managed,
-               (unsigned long long) placements, (unsigned long long) migrations);
-        printf("  Host knobs: %u set by npu-tuned, %u already right, %u left alone (npu-tunectl knobs)\n", n_owned,
-               n_already, n_knobs - n_owned - n_already);
-        printf("      Events: %llu process event(s), %llu overrun(s), %llu resync(s)\n", (unsigned long long) events,
-               (unsigned long long) overruns, (unsigned long long) resyncs);
-        return EXIT_OK;
-}
 
 static int cmd_processes(int argc, char **argv) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
@@ -361,6 +312,8 @@ static int cmd_processes(int argc, char **argv) {
         return output(&t, all, r, "No managed processes.");
 }
 
+static int usage_error(const char *fmt, ...) _printf_(1, 2);
+
 static int parse_pid(const char *s, uint32_t *ret) {
         char *end;
         unsigned long v;
@@ -368,8 +321,7 @@ static int parse_pid(const char *s, uint32_t *ret) {
         errno = 0;
         v = strtoul(s, &end, 10);
         if (errno || *end || !*s || v == 0 || v > 4194304) {
-                fprintf(stderr, "npu-tunectl: not a process id: %s\n", s);
-                return EXIT_USAGE;
+                return usage_error("not a process id: %s", s);
         }
         *ret = (uint32_t) v;
         return EXIT_OK;
@@ -439,7 +391,7 @@ static int cmd_topology(int argc, char **argv) {
 
         if (bus)
                 r = sd_bus_call_method(bus, NPU_BUS_NAME, NPU_BUS_PATH, NPU_BUS_INTERFACE, "GetTopology", &e, &m, NULL);
-        if (r < 0 && (!bus || bus_client_error_is_absent(&e, r))) {
+        if (r < 0 && unreachable(&e, r)) {
                 /* No daemon: what this machine looks like with the installed policy. */
                 daemon_options o = { .mode = MODE_PRINT_TOPOLOGY, .root = "/", .json = arg.json };
                 return run_print_topology(&o);
@@ -460,72 +412,120 @@ static int cmd_topology(int argc, char **argv) {
         return EXIT_OK;
 }
 
-static int cmd_simple(const char *method, const char *done) {
-        int r = call(method, NULL, NULL);
-        if (r == EXIT_OK && !arg.json)
-                printf("%s\n", done);
-        return r;
+/* What a command that changes something did: a line, or {"ok": true, "message", ...} with
+ * --json (extra: more keys, taken). */
+static int done(const char *message, json_object *extra) {
+        if (arg.json) {
+                json_object *j = extra ?: json_object_new_object();
+                json_object_object_add(j, "ok", json_object_new_boolean(true));
+                json_object_object_add(j, "message", json_object_new_string(message));
+                print_json(j);
+                json_object_put(j);
+        } else
+                printf("%s\n", message);
+        return EXIT_OK;
 }
 
 static int cmd_reload(int argc, char **argv) {
-        return cmd_simple("Reload", "Policy reloaded.");
+        uint64_t when;
+        int ok, r;
+        char *message;
+
+        r = call("Reload", NULL, NULL);
+        if (r != EXIT_OK)
+                return r;
+        /* The daemon's own word on it ("some of it could not be applied"), when it has one. */
+        if (get_optional("LastReload", "(tbs)", &when, &ok, &message) && when > 0 && ok && *message)
+                return done(message, NULL);
+        return done("Policy reloaded.", NULL);
 }
 
 static int cmd_rescan(int argc, char **argv) {
-        return cmd_simple("Rescan", "Processes rescanned.");
+        int r = call("Rescan", NULL, NULL);
+        return r != EXIT_OK ? r : done("Processes rescanned.", NULL);
 }
 
 static int cmd_release(int argc, char **argv) {
+        char message[160];
+        json_object *j;
         uint32_t pid;
         int r;
 
         if ((r = parse_pid(argv[1], &pid)) != EXIT_OK)
                 return r;
         r = call("Release", NULL, "u", pid);
-        if (r == EXIT_OK && !arg.json)
-                printf("Released process %u: it has its original CPU affinity back and is not managed until it execs "
-                       "again.\n", pid);
-        return r;
-}
-
-static int cmd_check_policy(int argc, char **argv) {
-        daemon_options o = { .mode = MODE_CHECK_POLICY, .root = "/", .paths = argv + 1, .n_paths = (unsigned) (argc - 1) };
-        return run_check_policy(&o) == 0 ? EXIT_OK : EXIT_FAILED;
+        if (r != EXIT_OK)
+                return r;
+        snprintf(message, sizeof message,
+                 "Released process %u: it has its original CPU affinity back and is not managed until it execs again.", pid);
+        j = json_object_new_object();
+        json_object_object_add(j, "pid", json_object_new_int64(pid));
+        return done(message, j);
 }
 
 typedef struct Verb {
         const char *name;
         int min_args, max_args; /* beside the verb */
         bool needs_daemon;
+        bool privileged; /* root's: a refusal says so */
         int (*run)(int argc, char **argv);
         const char *usage;
 } Verb;
 
 static const Verb verbs[] = {
-        { "status", 0, 0, true, cmd_status, "status                 the daemon's state, policy and counters" },
-        { "processes", 0, 0, true, cmd_processes, "processes              the managed processes and where they run" },
-        { "explain", 1, 1, true, cmd_explain, "explain PID            what npu-tuned did with a process, and why" },
-        { "knobs", 0, 0, true, cmd_knobs, "knobs                  host knobs: original, applied, status" },
-        { "topology", 0, 0, false, cmd_topology, "topology               NUMA nodes, CPUs, accelerators" },
-        { "reload", 0, 0, true, cmd_reload, "reload                 load the policy files again (root)" },
-        { "rescan", 0, 0, true, cmd_rescan, "rescan                 scan /proc for processes again (root)" },
-        { "release", 1, 1, true, cmd_release, "release PID            give a process its CPU affinity back (root)" },
-        { "check-policy", 1, 1024, false, cmd_check_policy, "check-policy PATH...   validate policy files or directories" },
+        { "status", 0, 0, true, false, cmd_status, "status                 the daemon's state, PID, uptime, policy and counters" },
+        { "processes", 0, 0, true, false, cmd_processes, "processes              the managed processes and where they run" },
+        { "explain", 1, 1, true, false, cmd_explain, "explain PID            what npu-tuned did with a process, and why" },
+        { "knobs", 0, 0, true, false, cmd_knobs, "knobs                  host knobs: original, applied, status" },
+        { "topology", 0, 0, false, false, cmd_topology, "topology               NUMA nodes, CPUs, accelerators" },
+        { "policy", 0, 0, false, false, cmd_policy, "policy                 the effective policy, and which file set each value" },
+        { "monitor", 0, 0, true, false, cmd_monitor, "monitor                events as they happen, until interrupted" },
+        { "reload", 0, 0, true, true, cmd_reload, "reload                 load the policy files again (root)" },
+        { "rescan", 0, 0, true, true, cmd_rescan, "rescan                 scan /proc for processes again (root)" },
+        { "release", 1, 1, true, true, cmd_release, "release PID            give a process its CPU affinity back (root)" },
+        { "check-policy", 1, 1024, false, false, cmd_check_policy, "check-policy PATH...   validate policy files or directories" },
 };
 
 static void help(void) {
         printf("npu-tunectl %s — ask and control the running npu-tuned\n\n"
-               "Usage: npu-tunectl [OPTIONS] COMMAND [ARGS]\n\nCommands:\n",
+               "Usage: npu-tunectl [OPTIONS] COMMAND [ARGS] (options may also follow the command; -- ends them)\n\n"
+               "Commands:\n",
                PACKAGE_VERSION);
         for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
                 printf("  %s\n", verbs[i].usage);
         printf("\nOptions:\n"
-               "      --bus=system|session  where npu-tuned is (default: system)\n"
+               "      --bus=system|session  where npu-tuned is (default: $NPU_TUNECTL_BUS, else system)\n"
                "      --json                JSON output\n"
                "      --no-color            never colour (default: only on a terminal)\n"
                "  -h, --help                show this help\n"
                "      --version             show the version\n\n"
-               "Exit status: 0 done, 1 failed, 2 usage error, 3 npu-tuned is not running, 4 permission denied.\n");
+               "Exit status: 0 done, 1 failed, 2 usage error, 3 npu-tuned or its bus cannot be reached, 4 refused\n"
+               "(the command needs root).\n");
+}
+
+static int usage_error(const char *fmt, ...) _printf_(1, 2);
+static int usage_error(const char *fmt, ...) {
+        va_list ap;
+
+        if (fmt) {
+                fputs("npu-tunectl: ", stderr);
+                va_start(ap, fmt);
+                vfprintf(stderr, fmt, ap);
+                va_end(ap);
+                fputc('\n', stderr);
+        }
+        fputs("Try 'npu-tunectl --help' for the commands and options.\n", stderr);
+        return EXIT_USAGE;
+}
+
+static int parse_bus(const char *what, const char *value) {
+        if (streq(value, "system"))
+                arg.bus = DAEMON_BUS_SYSTEM;
+        else if (streq(value, "session"))
+                arg.bus = DAEMON_BUS_SESSION;
+        else
+                return usage_error("%s: system or session, not '%s'", what, value);
+        return EXIT_OK;
 }
 
 int main(int argc, char *argv[]) {
@@ -541,19 +541,20 @@ int main(int argc, char *argv[]) {
         const char *term = getenv("TERM");
         bool no_color = getenv("NO_COLOR") != NULL;
         const Verb *verb = NULL;
+        const char *env_bus = getenv("NPU_TUNECTL_BUS");
         int c, r;
 
-        while ((c = getopt_long(argc, argv, "+h", options, NULL)) >= 0)
+        /* The environment first, so that --bus= overrides it. */
+        if (env_bus && *env_bus && (r = parse_bus("NPU_TUNECTL_BUS", env_bus)) != EXIT_OK)
+                return r;
+        /* No "+": GNU getopt permutes, so that options may follow the command
+         * (npu-tunectl status --json) as they may precede it; "--" ends them. */
+        opterr = 0;
+        while ((c = getopt_long(argc, argv, ":h", options, NULL)) >= 0)
                 switch (c) {
                 case ARG_BUS:
-                        if (streq(optarg, "system"))
-                                arg.bus = DAEMON_BUS_SYSTEM;
-                        else if (streq(optarg, "session"))
-                                arg.bus = DAEMON_BUS_SESSION;
-                        else {
-                                fprintf(stderr, "npu-tunectl: --bus: system or session, not %s\n", optarg);
-                                return EXIT_USAGE;
-                        }
+                        if ((r = parse_bus("--bus", optarg)) != EXIT_OK)
+                                return r;
                         break;
                 case ARG_JSON:
                         arg.json = true;
@@ -567,26 +568,28 @@ int main(int argc, char *argv[]) {
                 case ARG_VERSION:
                         printf("npu-tunectl %s\n", PACKAGE_VERSION);
                         return EXIT_OK;
+                case ':':
+                        return usage_error("option %s needs a value", argv[optind - 1]);
                 default:
-                        return EXIT_USAGE;
+                        if (optopt)
+                                return usage_error("unknown option -%c", optopt);
+                        return usage_error("unknown option %s", argv[optind - 1]);
                 }
         arg.color = !no_color && isatty(STDOUT_FILENO) && term && !streq(term, "dumb");
-        if (optind >= argc) {
-                help();
-                return EXIT_USAGE;
-        }
+        if (optind >= argc)
+                return usage_error("no command given");
         for (size_t i = 0; i < ELEMENTSOF(verbs); i++)
                 if (streq(argv[optind], verbs[i].name))
                         verb = &verbs[i];
-        if (!verb) {
-                fprintf(stderr, "npu-tunectl: unknown command %s (npu-tunectl --help lists them)\n", argv[optind]);
-                return EXIT_USAGE;
-        }
+        if (!verb)
+                return usage_error("unknown command '%s'", argv[optind]);
+        arg.verb = verb->name;
+        arg.privileged = verb->privileged;
         argc -= optind;
         argv += optind;
         if (argc - 1 < verb->min_args || argc - 1 > verb->max_args) {
                 fprintf(stderr, "npu-tunectl: usage: npu-tunectl %s\n", verb->usage);
-                return EXIT_USAGE;
+                return usage_error(NULL);
         }
         if (verb->needs_daemon) {
                 r = connect_bus();

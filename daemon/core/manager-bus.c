@@ -155,6 +155,26 @@ static int property_get_stats(sd_bus *bus, const char *path, const char *interfa
         return sd_bus_message_append(reply, "(ttttt)", ws.events, ws.resyncs, ws.overruns, ps.placements, ps.migrations);
 }
 
+/* CLOCK_REALTIME in usec; StartedAt is const, the others change on a reload, which
+ * PolicyReloaded signals: not PropertiesChanged as well. */
+static int property_get_started_at(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                   sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        return sd_bus_message_append(reply, "t", ((Manager *) userdata)->started_at_usec);
+}
+
+/* (when, ok, message); when 0: no reload since the start. */
+static int property_get_last_reload(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                    sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+        return sd_bus_message_append(reply, "(tbs)", m->last_reload_usec, (int) m->last_reload_ok,
+                                     or_empty(m->last_reload_message));
+}
+
+static int property_get_policy_warnings(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                        sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        return sd_bus_message_append(reply, "u", ((Manager *) userdata)->policy_warnings);
+}
+
 /* Per event kind: name, reactions, p50 and p99 (upper bounds from the histogram, at most
  * 1/8 above the true value) and the largest, in ns; then the histogram itself, its
  * non-empty buckets only, each as (limit, count): count reactions below limit ns and at or
@@ -464,6 +484,9 @@ const sd_bus_vtable manager_vtable[] = {
         SD_BUS_PROPERTY("Stats", "(ttttt)", property_get_stats, 0, 0),
         SD_BUS_PROPERTY("ReactionTimes", "a(stttta(tt))", property_get_reaction_times, 0, 0),
         SD_BUS_PROPERTY("HandlingTimes", "a(stttta(tt))", property_get_handling_times, 0, 0),
+        SD_BUS_PROPERTY("StartedAt", "t", property_get_started_at, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("LastReload", "(tbs)", property_get_last_reload, 0, 0),
+        SD_BUS_PROPERTY("PolicyWarnings", "u", property_get_policy_warnings, 0, 0),
         SD_BUS_METHOD_WITH_ARGS("ListProcesses", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(utssssa(ss)sd)", processes),
                                 method_list_processes, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("Explain", SD_BUS_ARGS("u", pid), SD_BUS_RESULT("s", json), method_explain,

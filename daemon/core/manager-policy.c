@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "config.h"
 #include "events.h"
@@ -64,6 +65,7 @@ int manager_load_policy(Manager *m) {
         policy_params_for_daemon(m->options, &params);
         r = tune_policy_prepare(m->ctx, &params, m->topology, &m->policy, &m->accels, &errors);
         log_problems(&errors, r >= 0 && m->policy && m->policy->embedded);
+        m->policy_warnings = errors.n - tune_policy_errors_count(&errors);
         tune_policy_errors_done(&errors);
         if (r == -EINVAL)
                 return log_error_errno(r, "Refusing to start with an invalid policy (problems above); check it with "
@@ -84,6 +86,17 @@ static char *first_problem(const tune_policy_errors *errors) {
         return NULL;
 }
 
+/* What LastReload says: when, whether the new policy was taken, the PolicyReloaded message. */
+static void note_reload(Manager *m, bool ok, const char *message) {
+        struct timespec ts;
+
+        if (clock_gettime(CLOCK_REALTIME, &ts) >= 0)
+                m->last_reload_usec = (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+        m->last_reload_ok = ok;
+        free(m->last_reload_message);
+        m->last_reload_message = strdup(message); /* NULL (out of memory): read as "" */
+}
+
 static int reload_failed(Manager *m, int r, const tune_policy_errors *errors, char **ret_message) {
         _cleanup_free_ char *first = first_problem(errors), *message = NULL;
         unsigned n = tune_policy_errors_count(errors);
@@ -93,6 +106,7 @@ static int reload_failed(Manager *m, int r, const tune_policy_errors *errors, ch
                 message = NULL;
         else if (!first && asprintf(&message, "Policy reload failed, previous policy kept: %s", strerror(-r)) < 0)
                 message = NULL;
+        note_reload(m, false, message ? message : "Policy reload failed, previous policy kept.");
         event_policy_reloaded(&m->events, false, message ? message : "Policy reload failed, previous policy kept.");
         if (ret_message)
                 *ret_message = TAKE_PTR(message);
@@ -130,6 +144,7 @@ static int reload(Manager *m, char **ret_message) {
                 tune_policy_errors_done(&errors);
                 return r;
         }
+        unsigned warnings = errors.n - tune_policy_errors_count(&errors);
         tune_policy_errors_done(&errors);
 
         /* Managed processes and knobs point into the old policy: it is freed only when
@@ -142,11 +157,13 @@ static int reload(Manager *m, char **ret_message) {
         tune_policy *old = m->policy;
         m->policy = TAKE_PTR(policy);
         policy = old;
+        m->policy_warnings = warnings;
         log_loaded(m, "Reloaded");
         r = manager_reapply(m, keep);
         tune_accels_done(&old_accels);
-        event_policy_reloaded(&m->events, true, r < 0 ? "Policy reloaded; some of it could not be applied (see above)."
-                                                     : "Policy reloaded.");
+        const char *done = r < 0 ? "Policy reloaded; some of it could not be applied (see above)." : "Policy reloaded.";
+        note_reload(m, true, done);
+        event_policy_reloaded(&m->events, true, done);
         if (ret_message)
                 *ret_message = strdup("");
         return r;

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <systemd/sd-daemon.h>
 
@@ -30,6 +31,7 @@ Manager *manager_free(Manager *m) {
         tune_ctx_free(m->ctx);
         state_dir_free(m->state_dir);
         sd_event_unref(m->event);
+        free(m->last_reload_message);
         free(m);
         return NULL;
 }
@@ -42,6 +44,9 @@ int manager_new(const daemon_options *o, Manager **ret) {
         if (!m)
                 return log_oom();
         m->options = o;
+        struct timespec ts;
+        if (clock_gettime(CLOCK_REALTIME, &ts) >= 0)
+                m->started_at_usec = (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
         r = state_dir_new(o->state_dir, &m->state_dir);
         if (r >= 0)
                 r = bus_server_new(&m->bus);

@@ -31,6 +31,13 @@ typedef struct Manager {
         event_sink events; /* what the parts report goes to the bus (wired in manager_new()) */
         uint64_t memory_read_usec; /* when free memory was last read for a bus caller */
         bool reloading; /* in manager_reload_policy() */
+        /* For `npu-tunectl status` (bus properties StartedAt, LastReload, PolicyWarnings):
+         * what an admin asks first and the journal answers only by searching. */
+        uint64_t started_at_usec;    /* CLOCK_REALTIME at start */
+        uint64_t last_reload_usec;   /* CLOCK_REALTIME of the last reload; 0: none yet */
+        bool last_reload_ok;
+        char *last_reload_message;   /* the PolicyReloaded message of that reload */
+        unsigned policy_warnings;    /* warnings of the policy in use */
 } Manager;
 
 int manager_new(const daemon_options *o, Manager **ret);
