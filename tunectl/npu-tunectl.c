@@ -164,7 +164,7 @@ static bool access_denied(const sd_bus_error *e, int r) {
 }
 
 /* Every failure of a call ends here: one line, and an exit code a script can act on. */
-int report(const char *what, const sd_bus_error *e, int r) {
+int tunectl_report(const char *what, const sd_bus_error *e, int r) {
         if (access_denied(e, r)) {
                 /* The bus driver's own rejection ("Rejected send message, 2 matched rules;
                  * type=...") says nothing to a user: say what it means. */
@@ -217,7 +217,7 @@ static int connect_bus(void) {
 int get_property(const char *name, const char *type, sd_bus_message **ret) {
         _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
         int r = sd_bus_get_property(bus, NPU_BUS_NAME, NPU_BUS_PATH, NPU_BUS_INTERFACE, name, &e, ret, type);
-        return r < 0 ? report(name, &e, r) : EXIT_OK;
+        return r < 0 ? tunectl_report(name, &e, r) : EXIT_OK;
 }
 
 static int call(const char *method, sd_bus_message **ret, const char *types, ...) {
@@ -234,7 +234,7 @@ static int call(const char *method, sd_bus_message **ret, const char *types, ...
         }
         if (r >= 0)
                 r = sd_bus_call(bus, m, 0, &e, ret);
-        return r < 0 ? report(method, &e, r) : EXIT_OK;
+        return r < 0 ? tunectl_report(method, &e, r) : EXIT_OK;
 }
 
 int bad_reply(int r) {
@@ -341,7 +341,7 @@ static int cmd_explain(int argc, char **argv) {
                 return EXIT_FAILED;
         }
         if (r < 0)
-                return report("Explain", &e, r);
+                return tunectl_report("Explain", &e, r);
         if (arg.json)
                 print_json(j);
         else
@@ -397,7 +397,7 @@ static int cmd_topology(int argc, char **argv) {
                 return run_print_topology(&o);
         }
         if (r < 0)
-                return report("GetTopology", &e, r);
+                return tunectl_report("GetTopology", &e, r);
         r = sd_bus_message_read(m, "s", &text);
         if (r < 0)
                 return bad_reply(r);

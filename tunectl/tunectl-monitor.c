@@ -144,7 +144,7 @@ int cmd_monitor(int argc, char **argv) {
                 r = sd_bus_match_signal(bus, NULL, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
                                         "NameOwnerChanged", on_owner_changed, NULL);
         if (r < 0)
-                return report("AddMatch", &e, r);
+                return tunectl_report("AddMatch", &e, r);
         if ((r = get_property("Version", "s", &m)) != EXIT_OK)
                 return r;
         sigaction(SIGINT, &sa, NULL);
@@ -160,7 +160,7 @@ int cmd_monitor(int argc, char **argv) {
                 if (r == -EINTR)
                         continue;
                 if (r < 0)
-                        return report("monitor", NULL, r);
+                        return tunectl_report("monitor", NULL, r);
         }
         if (stop == 2) {
                 fprintf(stderr, "npu-tunectl monitor: npu-tuned left the %s bus.\n", bus_name());

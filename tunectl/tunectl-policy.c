@@ -116,7 +116,7 @@ static int daemon_policy_files(daemon_options *o, json_object *files) {
                 return -ENOTCONN;
         r = sd_bus_get_property(bus, NPU_BUS_NAME, NPU_BUS_PATH, NPU_BUS_INTERFACE, "PolicyFiles", &e, &m, "as");
         if (r < 0)
-                return unreachable(&e, r) ? -ENOTCONN : report("PolicyFiles", &e, r);
+                return unreachable(&e, r) ? -ENOTCONN : tunectl_report("PolicyFiles", &e, r);
         r = sd_bus_message_enter_container(m, 'a', "s");
         while (r >= 0 && (r = sd_bus_message_read(m, "s", &s)) > 0) {
                 if (o->n_policy_dirs >= MAX_POLICY_DIRS)
@@ -143,7 +143,7 @@ int cmd_policy(int argc, char **argv) {
 
         r = daemon_policy_files(&o, files);
         if (r > 0)
-                return r; /* an exit code: report() said why */
+                return r; /* an exit code: tunectl_report() said why */
         if (r == -ENOTCONN) {
                 source = "installed";
                 if (!arg.json)

@@ -34,7 +34,7 @@ const char *bus_name(void);
 void print_json(json_object *j);
 /* The error of a call (e, r) as one line on stderr, and its exit code: 3 when npu-tuned or
  * the bus cannot be reached, 4 when refused, else 1. */
-int report(const char *what, const sd_bus_error *e, int r);
+int tunectl_report(const char *what, const sd_bus_error *e, int r);
 /* Whether (e, r) means that the bus or the daemon cannot be reached at all. */
 bool unreachable(const sd_bus_error *e, int r);
 int bad_reply(int r);
