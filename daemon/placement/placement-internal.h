@@ -93,7 +93,9 @@ uint64_t placement_now_usec(void);
 /* The managed process behind a key, if it is still that process. */
 managed_process *placement_find_process(Placement *p, uint64_t key);
 /* Thread tid's CPU affinity as the kernel (the affinity backend) has it now. */
-int placement_get_affinity(const Placement *p, pid_t tid, tune_cpuset *ret);
+static inline int placement_get_affinity(const Placement *p, pid_t tid, tune_cpuset *ret) {
+        return p->affinity->get(p->affinity->userdata, tid, ret);
+}
 void placed_process_free(placed_process *pp);
 /* Call before handling an event; pass what it returns to reaction_end(). */
 uint64_t reaction_begin(const Placement *p);

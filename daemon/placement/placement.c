@@ -62,10 +62,6 @@ managed_process *placement_find_process(Placement *p, uint64_t key) {
         return mp;
 }
 
-int placement_get_affinity(const Placement *p, pid_t tid, tune_cpuset *ret) {
-        return p->affinity->get(p->affinity->userdata, tid, ret);
-}
-
 /* Reaction times: the event's kernel timestamp to the last set made for it. */
 uint64_t reaction_begin(const Placement *p) {
         return p->last_set_ns;
