@@ -427,6 +427,7 @@ static int done(const char *message, json_object *extra) {
 }
 
 static int cmd_reload(int argc, char **argv) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         uint64_t when;
         int ok, r;
         char *message;
@@ -435,7 +436,7 @@ static int cmd_reload(int argc, char **argv) {
         if (r != EXIT_OK)
                 return r;
         /* The daemon's own word on it ("some of it could not be applied"), when it has one. */
-        if (get_optional("LastReload", "(tbs)", &when, &ok, &message) && when > 0 && ok && *message)
+        if (get_optional(&reply, "LastReload", "(tbs)", &when, &ok, &message) && when > 0 && ok && *message)
                 return done(message, NULL);
         return done("Policy reloaded.", NULL);
 }

@@ -32,17 +32,17 @@ static int count_items(const char *name, const char *element, unsigned *ret) {
 }
 
 /* A property that an older daemon may not have: false when it could not be read. */
-bool get_optional(const char *name, const char *type, ...) {
+bool get_optional(sd_bus_message **keep, const char *name, const char *type, ...) {
         _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
         va_list ap;
         int r;
 
-        r = sd_bus_get_property(bus, NPU_BUS_NAME, NPU_BUS_PATH, NPU_BUS_INTERFACE, name, &e, &m, type);
+        *keep = sd_bus_message_unref(*keep);
+        r = sd_bus_get_property(bus, NPU_BUS_NAME, NPU_BUS_PATH, NPU_BUS_INTERFACE, name, &e, keep, type);
         if (r < 0)
                 return false;
         va_start(ap, type);
-        r = sd_bus_message_readv(m, type, ap);
+        r = sd_bus_message_readv(*keep, type, ap);
         va_end(ap);
         return r > 0;
 }
@@ -115,11 +115,12 @@ int cmd_status(int argc, char **argv) {
         GET("Stats", "(ttttt)", &events, &resyncs, &overruns, &placements, &migrations);
 #undef GET
         m = sd_bus_message_unref(m);
-        has_started = get_optional("StartedAt", "t", &started) && started > 0;
-        has_reload = get_optional("LastReload", "(tbs)", &reload_usec, &reload_ok, &v);
+        has_started = get_optional(&m, "StartedAt", "t", &started) && started > 0;
+        has_reload = get_optional(&m, "LastReload", "(tbs)", &reload_usec, &reload_ok, &v);
         if (has_reload)
                 reload_message = strdupa(v);
-        has_warnings = get_optional("PolicyWarnings", "u", &warnings);
+        has_warnings = get_optional(&m, "PolicyWarnings", "u", &warnings);
+        m = sd_bus_message_unref(m);
         pid = daemon_pid();
         if ((r = get_property("PolicyFiles", "as", &m)) != EXIT_OK)
                 return r;

@@ -40,8 +40,9 @@ bool unreachable(const sd_bus_error *e, int r);
 int bad_reply(int r);
 int get_property(const char *name, const char *type, sd_bus_message **ret);
 /* A property that an older daemon may not have, read into the pointers after type: false
- * when it could not be read. */
-bool get_optional(const char *name, const char *type, ...);
+ * when it could not be read. Strings read point into *keep (the reply), which the caller
+ * unrefs when done with them. */
+bool get_optional(sd_bus_message **keep, const char *name, const char *type, ...);
 
 /* tunectl-status.c */
 int cmd_status(int argc, char **argv);
