@@ -12,35 +12,25 @@
 #include <string.h>
 
 #include "npu-tuned/knob.h"
+#include "npu-tuned/parse.h"
 
 #define CPUFREQ_DIR "/sys/devices/system/cpu/cpufreq"
 
 int tune_cpufreq_parse_cpus(const char *text, tune_cpuset *ret) {
         _cleanup_cpuset_ tune_cpuset s = {};
         const char *p = text;
+        unsigned long v;
         int r;
 
         if (!text)
                 return -EINVAL;
-        for (;;) {
-                unsigned long v = 0;
-                while (*p == ' ' || *p == '\t' || *p == '\n')
-                        p++;
-                if (!*p)
-                        break;
-                if (!isdigit((unsigned char) *p))
-                        return -EINVAL;
-                while (isdigit((unsigned char) *p)) {
-                        v = v * 10 + (unsigned long) (*p++ - '0');
-                        if (v >= TUNE_CPU_MAX)
-                                return -ERANGE;
-                }
-                if (*p && *p != ' ' && *p != '\t' && *p != '\n')
-                        return -EINVAL;
+        while ((r = tune_parse_next_ulong(&p, TUNE_CPU_MAX - 1, &v)) > 0) {
                 r = tune_cpuset_add(&s, (unsigned) v);
                 if (r < 0)
                         return r;
         }
+        if (r < 0)
+                return r;
         tune_cpuset_done(ret);
         *ret = s;
         s = (tune_cpuset){};
