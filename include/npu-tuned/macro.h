@@ -65,6 +65,17 @@ static inline int negative_errno(void) {
         return errno > 0 ? -errno : -EIO;
 }
 
+/* read(), again when a signal interrupted it: the count (0 at the end), or a negative
+ * errno, so that the callers' loops need not each handle EINTR. */
+static inline ssize_t tune_read_retry(int fd, void *buf, size_t size) {
+        ssize_t n;
+
+        do
+                n = read(fd, buf, size);
+        while (n < 0 && errno == EINTR);
+        return n < 0 ? negative_errno() : n;
+}
+
 #define streq(a, b) (strcmp((a), (b)) == 0)
 
 /* src into dst[size], cut to fit and NUL-terminated (size > 0): snprintf("%s") without
