@@ -102,14 +102,20 @@ static void test_roundtrip(void **state) {
         assert_string_equal(empty_back->boot_id, "");
 }
 
-static void test_every_truncation_refused(void **state) {
+/* The sample journal as text, for the tests that damage it. */
+static char *sample_text(void) {
         _cleanup_(tune_journal_freep) tune_journal *j = sample();
-        _cleanup_free_ char *text = NULL;
-        size_t len;
-        (void) state;
+        char *text = NULL;
 
         assert_int_equal(tune_journal_format(j, &text), 0);
-        len = strlen(text);
+        return text;
+}
+
+static void test_every_truncation_refused(void **state) {
+        _cleanup_free_ char *text = sample_text();
+        size_t len = strlen(text);
+        (void) state;
+
         for (size_t cut = 0; cut < len; cut++) {
                 tune_journal *back = NULL;
                 int r = tune_journal_parse(text, cut, &back, NULL);
@@ -120,13 +126,10 @@ static void test_every_truncation_refused(void **state) {
 }
 
 static void test_every_flipped_byte_refused(void **state) {
-        _cleanup_(tune_journal_freep) tune_journal *j = sample();
-        _cleanup_free_ char *text = NULL;
-        size_t len;
+        _cleanup_free_ char *text = sample_text();
+        size_t len = strlen(text);
         (void) state;
 
-        assert_int_equal(tune_journal_format(j, &text), 0);
-        len = strlen(text);
         for (size_t i = 0; i < len; i++) {
                 tune_journal *back = NULL;
                 char saved = text[i];
