@@ -39,10 +39,7 @@ with tempfile.TemporaryDirectory() as tmp:
     os.mkdir(policy_dir)
     os.mkdir(state_dir, 0o700)
     policy = placing_policy("daemon-live: place threads-target on node 0 by role, no host knobs")
-    path = os.path.join(policy_dir, "test.json")
-    with open(path, "w") as f:
-        json.dump(policy, f)
-    os.chmod(path, 0o644)
+    path = livetest.write_policy(policy_dir, policy)
     log = open(os.path.join(tmp, "daemon.log"), "w+")
     daemon = subprocess.Popen([npu_tuned, "--policy-dir", policy_dir, "--state-dir", state_dir, "-v"],
                               stdout=log, stderr=subprocess.STDOUT)
@@ -126,12 +123,7 @@ with tempfile.TemporaryDirectory() as tmp:
                 fail(f"thread {tid} ({comm}) has {sorted(a)} after stop, want the original {sorted(original)}")
         print(f"ok: all threads back on their original CPUs {sorted(original)}")
     finally:
-        if target:
-            target.kill()
-            target.wait()
-        if daemon.poll() is None:
-            daemon.kill()
-            daemon.wait()
+        livetest.kill_all(target, daemon)
         log.seek(0)
         print("--- daemon log ---")
         print(log.read())
@@ -140,10 +132,7 @@ with tempfile.TemporaryDirectory() as tmp:
 with tempfile.TemporaryDirectory() as tmp:
     policy_dir = os.path.join(tmp, "policies")
     os.mkdir(policy_dir)
-    path = os.path.join(policy_dir, "test.json")
-    with open(path, "w") as f:
-        json.dump(policy, f)
-    os.chmod(path, 0o644)
+    livetest.write_policy(policy_dir, policy)
     log = open(os.path.join(tmp, "daemon.log"), "w+")
     daemon = subprocess.Popen([npu_tuned, "--policy-dir", policy_dir, "--state-dir", tmp, "--dry-run"],
                               stdout=log, stderr=subprocess.STDOUT)
@@ -172,10 +161,5 @@ with tempfile.TemporaryDirectory() as tmp:
         if daemon.wait(10) != 0:
             fail("dry-run daemon did not stop cleanly")
     finally:
-        if target:
-            target.kill()
-            target.wait()
-        if daemon.poll() is None:
-            daemon.kill()
-            daemon.wait()
+        livetest.kill_all(target, daemon)
 print("daemon-live: all passed")
