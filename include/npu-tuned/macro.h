@@ -31,6 +31,24 @@
                 _fd_;                          \
         })
 
+/* Room for one more item in array, of which n are used and cap allocated: a full array
+ * doubles, an empty one gets first items. 0, or -ENOMEM with array and cap as they were.
+ * One growth policy for every list the library builds, not one hand-written per list. */
+#define TUNE_GROW(array, cap, n, first)                                                            \
+        ({                                                                                         \
+                int _grow_r_ = 0;                                                                  \
+                if ((n) >= (cap)) {                                                                \
+                        __typeof__(cap) _grow_cap_ = (cap) ? (cap) * 2 : (first);                  \
+                        __typeof__(array) _grow_a_ = reallocarray((array), _grow_cap_, sizeof *(array)); \
+                        if (_grow_a_) {                                                            \
+                                (array) = _grow_a_;                                                \
+                                (cap) = _grow_cap_;                                                \
+                        } else                                                                     \
+                                _grow_r_ = -ENOMEM;                                                \
+                }                                                                                  \
+                _grow_r_;                                                                          \
+        })
+
 static inline void freep(void *p) {
         free(*(void **) p);
 }

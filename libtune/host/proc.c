@@ -232,14 +232,8 @@ static int list_numeric(const tune_ctx *ctx, const char *path, pid_t **ret, size
                         if (de->d_name[0] < '1' || de->d_name[0] > '9' ||
                             tune_parse_int(de->d_name, 1, INT_MAX, &v) < 0)
                                 continue;
-                        if (n == cap) {
-                                size_t ncap = cap ? cap * 2 : 64;
-                                pid_t *nl = reallocarray(list, ncap, sizeof *nl);
-                                if (!nl)
-                                        return -ENOMEM;
-                                list = nl;
-                                cap = ncap;
-                        }
+                        if (TUNE_GROW(list, cap, n, 64) < 0)
+                                return -ENOMEM;
                         list[n++] = (pid_t) v;
                 }
         }
@@ -329,14 +323,8 @@ int tune_proc_list_char_devices(const tune_ctx *ctx, pid_t pid, dev_t **ret, siz
                  * could never open (or one a FUSE server made up). */
                 if (fd_is_path_only(ctx, pid, de->d_name))
                         continue;
-                if (n == cap) {
-                        size_t ncap = cap ? cap * 2 : 16;
-                        dev_t *nl = reallocarray(list, ncap, sizeof *nl);
-                        if (!nl)
-                                return -ENOMEM;
-                        list = nl;
-                        cap = ncap;
-                }
+                if (TUNE_GROW(list, cap, n, 16) < 0)
+                        return -ENOMEM;
                 list[n++] = rdev;
         }
         if (n > 1) {

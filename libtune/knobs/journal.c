@@ -127,14 +127,8 @@ int tune_journal_add(tune_journal *j, const tune_journal_entry *e) {
                 return -EINVAL;
         if (tune_journal_find(j, e->id))
                 return -EEXIST;
-        if (j->n == j->cap) {
-                unsigned cap = j->cap ? j->cap * 2 : 16;
-                tune_journal_entry *p = realloc(j->entries, cap * sizeof *p);
-                if (!p)
-                        return -ENOMEM;
-                j->entries = p;
-                j->cap = cap;
-        }
+        if (TUNE_GROW(j->entries, j->cap, j->n, 16) < 0)
+                return -ENOMEM;
         n.seq = e->seq ? e->seq : j->next_seq;
         n.cpu = e->cpu;
         n.format = e->format;

@@ -59,15 +59,9 @@ static void policy_list_done(policy_list *l) {
 /* Moves *p into the list; on failure *p's CPUs are freed, so the caller has nothing left
  * to undo but the list. */
 static int push_policy(policy_list *l, tune_cpufreq_policy *p) {
-        if (l->n == l->cap) {
-                unsigned ncap = l->cap ? l->cap * 2 : 16;
-                tune_cpufreq_policy *nl = realloc(l->items, ncap * sizeof *nl);
-                if (!nl) {
-                        tune_cpuset_done(&p->cpus);
-                        return -ENOMEM;
-                }
-                l->items = nl;
-                l->cap = ncap;
+        if (TUNE_GROW(l->items, l->cap, l->n, 16) < 0) {
+                tune_cpuset_done(&p->cpus);
+                return -ENOMEM;
         }
         l->items[l->n++] = *p;
         *p = (tune_cpufreq_policy){};

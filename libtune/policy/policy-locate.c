@@ -222,16 +222,10 @@ static int scan_object(scan_state *st, unsigned depth) {
                 r = scan_string(s, track ? &key : NULL, &key_len);
                 if (r < 0)
                         goto out;
-                if (track && n >= cap) {
-                        size_t c = cap ? cap * 2 : 16;
-                        key_pos *k = realloc(keys, c * sizeof *k);
-                        if (!k) {
-                                free(key);
-                                r = -ENOMEM;
-                                goto out;
-                        }
-                        keys = k;
-                        cap = c;
+                if (track && TUNE_GROW(keys, cap, n, 16) < 0) {
+                        free(key);
+                        r = -ENOMEM;
+                        goto out;
                 }
                 if (track) {
                         keys[n++] = (key_pos){ key, key_len, key_offset };
