@@ -33,16 +33,25 @@ def wait_placed(pid, n_threads, timeout=10.0):
     return livetest.wait_placed(pid, n_threads, control_cpu, compute_cpu, timeout)
 
 
-with tempfile.TemporaryDirectory() as tmp:
+policy = placing_policy("daemon-live: place threads-target on node 0 by role, no host knobs")
+
+
+def start_daemon(tmp, state_dir, flag):
+    """npu-tuned with the test policy in tmp/policies: that directory, the policy file's
+    path, its log (tmp/daemon.log, open for reading too) and the daemon."""
     policy_dir = os.path.join(tmp, "policies")
-    state_dir = os.path.join(tmp, "state")
     os.mkdir(policy_dir)
-    os.mkdir(state_dir, 0o700)
-    policy = placing_policy("daemon-live: place threads-target on node 0 by role, no host knobs")
     path = livetest.write_policy(policy_dir, policy)
     log = open(os.path.join(tmp, "daemon.log"), "w+")
-    daemon = subprocess.Popen([npu_tuned, "--policy-dir", policy_dir, "--state-dir", state_dir, "-v"],
+    daemon = subprocess.Popen([npu_tuned, "--policy-dir", policy_dir, "--state-dir", state_dir, flag],
                               stdout=log, stderr=subprocess.STDOUT)
+    return policy_dir, path, log, daemon
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    state_dir = os.path.join(tmp, "state")
+    os.mkdir(state_dir, 0o700)
+    policy_dir, path, log, daemon = start_daemon(tmp, state_dir, "-v")
     target = None
     try:
         deadline = time.monotonic() + 10
@@ -130,12 +139,7 @@ with tempfile.TemporaryDirectory() as tmp:
 
 # --dry-run: the same policy, the plan is logged, no thread is touched.
 with tempfile.TemporaryDirectory() as tmp:
-    policy_dir = os.path.join(tmp, "policies")
-    os.mkdir(policy_dir)
-    livetest.write_policy(policy_dir, policy)
-    log = open(os.path.join(tmp, "daemon.log"), "w+")
-    daemon = subprocess.Popen([npu_tuned, "--policy-dir", policy_dir, "--state-dir", tmp, "--dry-run"],
-                              stdout=log, stderr=subprocess.STDOUT)
+    _, _, log, daemon = start_daemon(tmp, tmp, "--dry-run")
     target = None
     try:
         deadline = time.monotonic() + 10
