@@ -2,7 +2,7 @@
 #pragma once
 
 /* Files of a fake /proc under a temporary root, for the unit tests that read processes
- * (tests/test-proc.c, tests/test-watcher-scan.c). Binary-safe: environ and cmdline hold
+ * (tests/test-proc.c, tests/test-watcher-scan.c, tests/test-memmove.c). Binary-safe: environ and cmdline hold
  * NULs. Aborts the test (cmocka) when a file cannot be written. */
 
 #include <fcntl.h>

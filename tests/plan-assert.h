@@ -17,6 +17,13 @@ static inline void assert_set(const tune_cpuset *s, const char *want) {
         assert_string_equal(got, want);
 }
 
+/* The plan's pool, and how it is split between the control and the compute role. */
+static inline void assert_split(const tune_plan *p, const char *pool, const char *control, const char *compute) {
+        assert_set(&p->pool, pool);
+        assert_set(&p->role_cpus[TUNE_ROLE_CONTROL], control);
+        assert_set(&p->role_cpus[TUNE_ROLE_COMPUTE], compute);
+}
+
 static inline void print_reasons(const tune_plan *p) {
         fprintf(stderr, "placement (%s):\n", tune_plan_action_to_string(p->action));
         for (unsigned i = 0; i < p->n_reasons; i++)

@@ -52,6 +52,18 @@ typedef struct fake_kernel {
         pid_t reuse_on_set;  /* when this tid is set, it exits and a new thread takes its tid */
 } fake_kernel;
 
+/* ROOT/rel := text (the file may be there already). */
+static void fake_write(const fake_kernel *k, const char *rel, const char *text) {
+        char path[256];
+        FILE *f;
+
+        snprintf(path, sizeof path, "%s/%s", k->root, rel);
+        f = fopen(path, "we");
+        assert_non_null(f);
+        fputs(text, f);
+        fclose(f);
+}
+
 /* /proc/PID/task/TID/stat with start time (field 22) born. */
 static void fake_write_task_stat(fake_kernel *k, pid_t tid, unsigned long long born) {
         char path[256];
@@ -208,78 +220,99 @@ static int fake_teardown(void **state) {
         return 0;
 }
 
+/* What each fake test works on: the fake kernel with its process 100, a context on its
+ * root, the originals and the counts; made before the test and undone after it, whether
+ * it passed or not. */
+typedef struct fake_test {
+        fake_kernel k;
+        tune_affinity_backend b;
+        tune_ctx *ctx;
+        tune_affinity_originals j;
+        tune_affinity_stats st;
+} fake_test;
+
+static int fake_test_setup(void **state) {
+        fake_test *f = calloc(1, sizeof *f);
+
+        if (!f) /* not assert_non_null(): the compiler must see that f is not NULL below */
+                return -1;
+        fake_kernel_init(&f->k, &f->b);
+        assert_int_equal(tune_ctx_new(f->k.root, &f->ctx), 0);
+        *state = f;
+        return 0;
+}
+
+static int fake_test_teardown(void **state) {
+        fake_test *f = *state;
+
+        tune_affinity_originals_done(&f->j);
+        fake_kernel_done(&f->k);
+        tune_ctx_free(f->ctx);
+        free(f);
+        return 0;
+}
+
+#define FAKE_TEST(t) cmocka_unit_test_setup_teardown(t, fake_test_setup, fake_test_teardown)
+
 /* A thread born while we walk (created by a thread we just placed) is found by the next
  * walk, and its recorded original is the process's, not the mask it inherited from us. */
 static void test_fake_thread_born_mid_walk(void **state) {
-        _cleanup_(tune_ctx_freep) tune_ctx *ctx = NULL;
-        tune_affinity_originals j = {};
-        tune_affinity_stats st = {};
-        tune_affinity_backend b;
-        fake_kernel k;
-        (void) state;
+        fake_test *f = *state;
 
-        fake_kernel_init(&k, &b);
-        k.spawn_on_set = 101;
-        assert_int_equal(tune_ctx_new(k.root, &ctx), 0);
-        assert_int_equal(tune_affinity_apply(ctx, &b, 100, fake_choose, NULL, &j, &st), 0);
-        assert_int_equal(st.rounds, 3); /* 4 threads, then the new one, then nothing new */
-        assert_int_equal(st.seen, 5);
-        assert_int_equal(st.set, 5);
-        assert_fake_mask(&k, 100, "0-1");
-        assert_fake_mask(&k, 101, "0-1");
-        assert_fake_mask(&k, 102, "2-7");
-        assert_fake_mask(&k, 200, "2-7"); /* "work-new", was 0-1 by inheritance */
-        assert_int_equal(j.n, 5);
-        assert_mask(&tune_affinity_originals_find(&j, 200)->original, "0-7");
-        assert_mask(&tune_affinity_originals_find(&j, 200)->applied, "2-7");
+        f->k.spawn_on_set = 101;
+        assert_int_equal(tune_affinity_apply(f->ctx, &f->b, 100, fake_choose, NULL, &f->j, &f->st), 0);
+        assert_int_equal(f->st.rounds, 3); /* 4 threads, then the new one, then nothing new */
+        assert_int_equal(f->st.seen, 5);
+        assert_int_equal(f->st.set, 5);
+        assert_fake_mask(&f->k, 100, "0-1");
+        assert_fake_mask(&f->k, 101, "0-1");
+        assert_fake_mask(&f->k, 102, "2-7");
+        assert_fake_mask(&f->k, 200, "2-7"); /* "work-new", was 0-1 by inheritance */
+        assert_int_equal(f->j.n, 5);
+        assert_mask(&tune_affinity_originals_find(&f->j, 200)->original, "0-7");
+        assert_mask(&tune_affinity_originals_find(&f->j, 200)->applied, "2-7");
 
         /* Applying again changes nothing. */
-        st = (tune_affinity_stats) {};
-        unsigned sets = k.sets;
-        assert_int_equal(tune_affinity_apply(ctx, &b, 100, fake_choose, NULL, &j, &st), 0);
-        assert_int_equal(k.sets, sets);
-        assert_int_equal(st.unchanged, 5);
+        f->st = (tune_affinity_stats) {};
+        unsigned sets = f->k.sets;
+        assert_int_equal(tune_affinity_apply(f->ctx, &f->b, 100, fake_choose, NULL, &f->j, &f->st), 0);
+        assert_int_equal(f->k.sets, sets);
+        assert_int_equal(f->st.unchanged, 5);
 
         /* Drift: 102 re-bound itself outside what we gave it; 103 narrowed inside it. */
         unsigned drifted;
         pid_t first;
-        assert_int_equal(tune_cpuset_parse_list(&k.masks[fake_index(&k, 102)], "0"), 0);
-        assert_int_equal(tune_cpuset_parse_list(&k.masks[fake_index(&k, 103)], "3"), 0);
-        assert_int_equal(tune_affinity_check(ctx, &b, &j, &drifted, &first), 0);
+        assert_int_equal(tune_cpuset_parse_list(&f->k.masks[fake_index(&f->k, 102)], "0"), 0);
+        assert_int_equal(tune_cpuset_parse_list(&f->k.masks[fake_index(&f->k, 103)], "3"), 0);
+        assert_int_equal(tune_affinity_check(f->ctx, &f->b, &f->j, &drifted, &first), 0);
         assert_int_equal(drifted, 1);
         assert_int_equal(first, 102);
 
         /* Originals whose pid now names another process (start time differs): refused. */
-        char stat_path[256];
-        snprintf(stat_path, sizeof stat_path, "%s/proc/100/stat", k.root);
-        FILE *f = fopen(stat_path, "we");
-        assert_non_null(f);
         /* comm with a space and a parenthesis; start time (field 22) 4242 */
-        fputs("100 (py (x) 3) S 1 100 100 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 5 0 4242 1000 100\n", f);
-        fclose(f);
-        j.start_time = 4243;
-        assert_int_equal(tune_affinity_check(ctx, &b, &j, &drifted, &first), -ESRCH);
-        assert_int_equal(tune_affinity_restore(ctx, &b, &j, NULL), -ESRCH);
-        j.start_time = 4242;
+        fake_write(&f->k, "proc/100/stat",
+                   "100 (py (x) 3) S 1 100 100 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 5 0 4242 1000 100\n");
+        f->j.start_time = 4243;
+        assert_int_equal(tune_affinity_check(f->ctx, &f->b, &f->j, &drifted, &first), -ESRCH);
+        assert_int_equal(tune_affinity_restore(f->ctx, &f->b, &f->j, NULL), -ESRCH);
+        f->j.start_time = 4242;
 
         /* Restore: originals back, except 102, which chose its own. */
-        st = (tune_affinity_stats) {};
-        assert_int_equal(tune_affinity_restore(ctx, &b, &j, &st), 0);
-        assert_int_equal(st.skipped, 1);
-        assert_int_equal(st.set, 4);
-        assert_fake_mask(&k, 100, "0-7");
-        assert_fake_mask(&k, 101, "0-7");
-        assert_fake_mask(&k, 102, "0");
-        assert_fake_mask(&k, 103, "0-7");
-        assert_fake_mask(&k, 200, "0-7");
+        f->st = (tune_affinity_stats) {};
+        assert_int_equal(tune_affinity_restore(f->ctx, &f->b, &f->j, &f->st), 0);
+        assert_int_equal(f->st.skipped, 1);
+        assert_int_equal(f->st.set, 4);
+        assert_fake_mask(&f->k, 100, "0-7");
+        assert_fake_mask(&f->k, 101, "0-7");
+        assert_fake_mask(&f->k, 102, "0");
+        assert_fake_mask(&f->k, 103, "0-7");
+        assert_fake_mask(&f->k, 200, "0-7");
 
-        tune_affinity_originals_forget(&j, 200);
-        assert_null(tune_affinity_originals_find(&j, 200));
-        assert_int_equal(j.n, 4);
-        tune_affinity_originals_forget(&j, 12345);
-        assert_int_equal(j.n, 4);
-        tune_affinity_originals_done(&j);
-        fake_kernel_done(&k);
+        tune_affinity_originals_forget(&f->j, 200);
+        assert_null(tune_affinity_originals_find(&f->j, 200));
+        assert_int_equal(f->j.n, 4);
+        tune_affinity_originals_forget(&f->j, 12345);
+        assert_int_equal(f->j.n, 4);
 }
 
 /* Over the caller's list: the main thread first, then the listed ones in their order, a
@@ -287,15 +320,8 @@ static void test_fake_thread_born_mid_walk(void **state) {
  * thread the list leaves out is left alone: its FORK event places it), a listed thread
  * that is gone counted; the process gone is -ESRCH. */
 static void test_fake_apply_known(void **state) {
-        _cleanup_(tune_ctx_freep) tune_ctx *ctx = NULL;
-        tune_affinity_originals j = {};
-        tune_affinity_stats st = {};
-        tune_affinity_backend b;
-        fake_kernel k;
-        (void) state;
+        fake_test *f = *state;
 
-        fake_kernel_init(&k, &b);
-        assert_int_equal(tune_ctx_new(k.root, &ctx), 0);
         /* 103 ("work-1" in /proc) is left out; 101 is "ctl-a" in /proc but the caller
          * says it is "work-x" (a COMM event it just had); 555 is not there at all. */
         tune_affinity_known known[] = {
@@ -304,36 +330,37 @@ static void test_fake_apply_known(void **state) {
                 { .tid = 555, .comm = "work-y" },
                 { .tid = 100, .comm = "python3" },
         };
-        assert_int_equal(tune_affinity_apply_known(ctx, &b, 100, -1, known, ELEMENTSOF(known), fake_choose, NULL, &j, &st),
+        assert_int_equal(tune_affinity_apply_known(f->ctx, &f->b, 100, -1, known, ELEMENTSOF(known), fake_choose, NULL,
+                                                   &f->j, &f->st),
                          0);
-        assert_int_equal(st.seen, 4);
-        assert_int_equal(st.set, 3);
-        assert_int_equal(st.vanished, 1);
-        assert_int_equal(st.rounds, 1);
-        assert_fake_mask(&k, 100, "0-1");
-        assert_fake_mask(&k, 101, "2-7"); /* by the name given */
-        assert_fake_mask(&k, 102, "2-7"); /* by the name read */
-        assert_fake_mask(&k, 103, "0-7"); /* not listed: untouched */
-        assert_int_equal(j.n, 3);
-        assert_null(tune_affinity_originals_find(&j, 555));
+        assert_int_equal(f->st.seen, 4);
+        assert_int_equal(f->st.set, 3);
+        assert_int_equal(f->st.vanished, 1);
+        assert_int_equal(f->st.rounds, 1);
+        assert_fake_mask(&f->k, 100, "0-1");
+        assert_fake_mask(&f->k, 101, "2-7"); /* by the name given */
+        assert_fake_mask(&f->k, 102, "2-7"); /* by the name read */
+        assert_fake_mask(&f->k, 103, "0-7"); /* not listed: untouched */
+        assert_int_equal(f->j.n, 3);
+        assert_null(tune_affinity_originals_find(&f->j, 555));
 
         /* A thread exits right after its set and a new one takes its tid: undone, as in a walk. */
-        k.reuse_on_set = 102;
-        assert_int_equal(tune_cpuset_parse_list(&k.masks[fake_index(&k, 102)], "0-7"), 0);
-        tune_affinity_originals_forget(&j, 102);
-        st = (tune_affinity_stats) {};
-        assert_int_equal(tune_affinity_apply_known(ctx, &b, 100, -1, known, 1, fake_choose, NULL, &j, &st), 0);
-        assert_int_equal(st.undone, 1);
-        assert_fake_mask(&k, 102, "0-7");
-        assert_null(tune_affinity_originals_find(&j, 102));
-        tune_affinity_originals_done(&j);
+        f->k.reuse_on_set = 102;
+        assert_int_equal(tune_cpuset_parse_list(&f->k.masks[fake_index(&f->k, 102)], "0-7"), 0);
+        tune_affinity_originals_forget(&f->j, 102);
+        f->st = (tune_affinity_stats) {};
+        assert_int_equal(tune_affinity_apply_known(f->ctx, &f->b, 100, -1, known, 1, fake_choose, NULL, &f->j,
+                                                   &f->st), 0);
+        assert_int_equal(f->st.undone, 1);
+        assert_fake_mask(&f->k, 102, "0-7");
+        assert_null(tune_affinity_originals_find(&f->j, 102));
+        tune_affinity_originals_done(&f->j);
 
         /* The process gone (its main thread's directory is): -ESRCH, nothing set. */
-        unsigned sets = k.sets;
-        assert_int_equal(tune_affinity_apply_known(ctx, &b, 4242, -1, NULL, 0, fake_choose, NULL, &j, &st), -ESRCH);
-        assert_int_equal(k.sets, sets);
-        tune_affinity_originals_done(&j);
-        fake_kernel_done(&k);
+        unsigned sets = f->k.sets;
+        assert_int_equal(tune_affinity_apply_known(f->ctx, &f->b, 4242, -1, NULL, 0, fake_choose, NULL, &f->j,
+                                                   &f->st), -ESRCH);
+        assert_int_equal(f->k.sets, sets);
 }
 
 /* With the process's pidfd and the main thread's name known, the main thread's set is
@@ -341,15 +368,10 @@ static void test_fake_apply_known(void **state) {
  * here: the held-directory check would call the process gone); a pidfd that says the
  * process has exited undoes the set and calls it gone. The pidfd is a real child's. */
 static void test_fake_apply_known_pidfd(void **state) {
-        _cleanup_(tune_ctx_freep) tune_ctx *ctx = NULL;
-        tune_affinity_originals j = {};
-        tune_affinity_stats st = {};
-        tune_affinity_backend b;
-        fake_kernel k;
+        fake_test *f = *state;
         char cmd[512];
         int pidfd;
         pid_t child;
-        (void) state;
 
         child = fork();
         assert_true(child >= 0);
@@ -368,112 +390,99 @@ static void test_fake_apply_known_pidfd(void **state) {
                 }
                 fail_msg("pidfd_open: %s", strerror(err));
         }
-        fake_kernel_init(&k, &b);
-        assert_int_equal(tune_ctx_new(k.root, &ctx), 0);
-        snprintf(cmd, sizeof cmd, "rm -rf '%s/proc/100/task/100'", k.root);
+        snprintf(cmd, sizeof cmd, "rm -rf '%s/proc/100/task/100'", f->k.root);
         assert_int_equal(system(cmd), 0);
         tune_affinity_known known[] = { { .tid = 100, .comm = "python3" } };
 
-        assert_int_equal(tune_affinity_apply_known(ctx, &b, 100, pidfd, known, 1, fake_choose, NULL, &j, &st), 0);
-        assert_int_equal(st.set, 1);
-        assert_fake_mask(&k, 100, "0-1");
-        assert_non_null(tune_affinity_originals_find(&j, 100));
+        assert_int_equal(tune_affinity_apply_known(f->ctx, &f->b, 100, pidfd, known, 1, fake_choose, NULL, &f->j,
+                                                   &f->st), 0);
+        assert_int_equal(f->st.set, 1);
+        assert_fake_mask(&f->k, 100, "0-1");
+        assert_non_null(tune_affinity_originals_find(&f->j, 100));
         /* Without a pidfd the directory is asked, and it is gone. */
-        assert_int_equal(tune_affinity_apply_known(ctx, &b, 100, -1, known, 1, fake_choose, NULL, &j, &st), -ESRCH);
+        assert_int_equal(tune_affinity_apply_known(f->ctx, &f->b, 100, -1, known, 1, fake_choose, NULL, &f->j,
+                                                   &f->st), -ESRCH);
 
         /* The process exits: the set is undone, the original forgotten, -ESRCH. */
         kill(child, SIGKILL);
         waitpid(child, NULL, 0);
-        assert_int_equal(tune_cpuset_parse_list(&k.masks[fake_index(&k, 100)], "0-7"), 0);
-        tune_affinity_originals_forget(&j, 100);
-        st = (tune_affinity_stats) {};
-        assert_int_equal(tune_affinity_apply_known(ctx, &b, 100, pidfd, known, 1, fake_choose, NULL, &j, &st), -ESRCH);
-        assert_int_equal(st.undone, 1);
-        assert_fake_mask(&k, 100, "0-7");
-        assert_null(tune_affinity_originals_find(&j, 100));
+        assert_int_equal(tune_cpuset_parse_list(&f->k.masks[fake_index(&f->k, 100)], "0-7"), 0);
+        tune_affinity_originals_forget(&f->j, 100);
+        f->st = (tune_affinity_stats) {};
+        assert_int_equal(tune_affinity_apply_known(f->ctx, &f->b, 100, pidfd, known, 1, fake_choose, NULL, &f->j,
+                                                   &f->st), -ESRCH);
+        assert_int_equal(f->st.undone, 1);
+        assert_fake_mask(&f->k, 100, "0-7");
+        assert_null(tune_affinity_originals_find(&f->j, 100));
         close(pidfd);
-        tune_affinity_originals_done(&j);
-        fake_kernel_done(&k);
 }
 
 static void test_fake_vanishing_and_errors(void **state) {
-        _cleanup_(tune_ctx_freep) tune_ctx *ctx = NULL;
+        fake_test *f = *state;
         int r;
-        tune_affinity_originals j = {};
-        tune_affinity_stats st = {};
-        tune_affinity_backend b;
-        fake_kernel k;
-        (void) state;
 
-        fake_kernel_init(&k, &b);
-        assert_int_equal(tune_ctx_new(k.root, &ctx), 0);
         /* 102 exits between the walk and the syscall: counted, not an error, not recorded. */
-        k.dead[fake_index(&k, 102)] = true;
-        assert_int_equal(tune_affinity_apply(ctx, &b, 100, fake_choose, NULL, &j, &st), 0);
-        assert_int_equal(st.vanished, 1);
-        assert_int_equal(st.set, 3);
-        assert_null(tune_affinity_originals_find(&j, 102));
-        assert_int_equal(j.n, 3);
+        f->k.dead[fake_index(&f->k, 102)] = true;
+        assert_int_equal(tune_affinity_apply(f->ctx, &f->b, 100, fake_choose, NULL, &f->j, &f->st), 0);
+        assert_int_equal(f->st.vanished, 1);
+        assert_int_equal(f->st.set, 3);
+        assert_null(tune_affinity_originals_find(&f->j, 102));
+        assert_int_equal(f->j.n, 3);
 
         /* 101 exits right after the set and a new thread gets tid 101: the set hit the
          * wrong thread. Undone (the mask before), not journaled, counted. */
-        tune_affinity_originals_done(&j);
-        for (unsigned i = 0; i < k.n; i++)
-                assert_int_equal(tune_cpuset_parse_list(&k.masks[i], "0-7"), 0);
-        k.reuse_on_set = 101;
-        st = (tune_affinity_stats) {};
-        assert_int_equal(tune_affinity_apply(ctx, &b, 100, fake_choose, NULL, &j, &st), 0);
-        assert_int_equal(st.undone, 1);
-        assert_fake_mask(&k, 101, "0-7");
-        assert_null(tune_affinity_originals_find(&j, 101));
-        assert_fake_mask(&k, 100, "0-1");
+        tune_affinity_originals_done(&f->j);
+        for (unsigned i = 0; i < f->k.n; i++)
+                assert_int_equal(tune_cpuset_parse_list(&f->k.masks[i], "0-7"), 0);
+        f->k.reuse_on_set = 101;
+        f->st = (tune_affinity_stats) {};
+        assert_int_equal(tune_affinity_apply(f->ctx, &f->b, 100, fake_choose, NULL, &f->j, &f->st), 0);
+        assert_int_equal(f->st.undone, 1);
+        assert_fake_mask(&f->k, 101, "0-7");
+        assert_null(tune_affinity_originals_find(&f->j, 101));
+        assert_fake_mask(&f->k, 100, "0-1");
         /* The next walk takes the new 101 as the thread it is. */
-        st = (tune_affinity_stats) {};
-        assert_int_equal(tune_affinity_apply(ctx, &b, 100, fake_choose, NULL, &j, &st), 0);
-        assert_int_equal(st.undone, 0);
-        assert_fake_mask(&k, 101, "0-1");
+        f->st = (tune_affinity_stats) {};
+        assert_int_equal(tune_affinity_apply(f->ctx, &f->b, 100, fake_choose, NULL, &f->j, &f->st), 0);
+        assert_int_equal(f->st.undone, 0);
+        assert_fake_mask(&f->k, 101, "0-1");
 
         /* FORK event for a thread that is not in the process (any more). */
-        assert_int_equal(tune_affinity_apply_thread(ctx, &b, 100, 999, NULL, fake_choose, NULL, &j, &st), -ESRCH);
+        assert_int_equal(tune_affinity_apply_thread(f->ctx, &f->b, 100, 999, NULL, fake_choose, NULL, &f->j,
+                                                    &f->st), -ESRCH);
         /* COMM event: 103 renamed to "ctl-b" moves to control. */
-        char path[256];
-        snprintf(path, sizeof path, "%s/proc/100/task/103/comm", k.root);
-        FILE *f = fopen(path, "we");
-        assert_non_null(f);
-        fputs("ctl-b\n", f);
-        fclose(f);
-        assert_int_equal(tune_affinity_apply_thread(ctx, &b, 100, 103, NULL, fake_choose, NULL, &j, &st), 0);
-        assert_fake_mask(&k, 103, "0-1");
-        assert_mask(&tune_affinity_originals_find(&j, 103)->original, "0-7");
+        fake_write(&f->k, "proc/100/task/103/comm", "ctl-b\n");
+        assert_int_equal(tune_affinity_apply_thread(f->ctx, &f->b, 100, 103, NULL, fake_choose, NULL, &f->j,
+                                                    &f->st), 0);
+        assert_fake_mask(&f->k, 103, "0-1");
+        assert_mask(&tune_affinity_originals_find(&f->j, 103)->original, "0-7");
 
         /* Originals belong to one process. */
-        assert_int_equal(tune_affinity_apply(ctx, &b, 101, fake_choose, NULL, &j, &st), -EINVAL);
-        tune_affinity_originals_done(&j);
+        assert_int_equal(tune_affinity_apply(f->ctx, &f->b, 101, fake_choose, NULL, &f->j, &f->st), -EINVAL);
+        tune_affinity_originals_done(&f->j);
         /* The process is gone. */
-        assert_int_equal(tune_affinity_apply(ctx, &b, 4242, fake_choose, NULL, &j, &st), -ESRCH);
-        tune_affinity_originals_done(&j);
+        assert_int_equal(tune_affinity_apply(f->ctx, &f->b, 4242, fake_choose, NULL, &f->j, &f->st), -ESRCH);
+        tune_affinity_originals_done(&f->j);
         /* The kernel backend on a fake tree: refused, the host's threads are not touched. */
-        assert_int_equal(tune_affinity_apply(ctx, NULL, 100, fake_choose, NULL, &j, &st), -EOPNOTSUPP);
-        tune_affinity_originals_done(&j);
+        assert_int_equal(tune_affinity_apply(f->ctx, NULL, 100, fake_choose, NULL, &f->j, &f->st), -EOPNOTSUPP);
+        tune_affinity_originals_done(&f->j);
 
         /* A thread storm: every thread spawns another; the walk gives up. */
-        for (unsigned i = 0; i < k.n; i++)
-                assert_int_equal(tune_cpuset_parse_list(&k.masks[i], "0-7"), 0);
-        k.storm = true;
-        st = (tune_affinity_stats) {};
-        r = tune_affinity_apply(ctx, &b, 100, fake_choose, NULL, &j, &st);
+        for (unsigned i = 0; i < f->k.n; i++)
+                assert_int_equal(tune_cpuset_parse_list(&f->k.masks[i], "0-7"), 0);
+        f->k.storm = true;
+        f->st = (tune_affinity_stats) {};
+        r = tune_affinity_apply(f->ctx, &f->b, 100, fake_choose, NULL, &f->j, &f->st);
         assert_int_equal(r, -EAGAIN);
-        assert_int_equal(st.rounds, TUNE_AFFINITY_ROUNDS_MAX);
+        assert_int_equal(f->st.rounds, TUNE_AFFINITY_ROUNDS_MAX);
         /* ...but every thread it changed is recorded, so restore still works. */
-        assert_true(j.n >= TUNE_AFFINITY_ROUNDS_MAX);
-        k.storm = false;
-        st = (tune_affinity_stats) {};
-        assert_int_equal(tune_affinity_restore(ctx, &b, &j, &st), 0);
-        for (unsigned i = 0; i < k.n; i++)
-                if (!k.dead[i])
-                        assert_mask(&k.masks[i], "0-7");
-        tune_affinity_originals_done(&j);
-        fake_kernel_done(&k);
+        assert_true(f->j.n >= TUNE_AFFINITY_ROUNDS_MAX);
+        f->k.storm = false;
+        f->st = (tune_affinity_stats) {};
+        assert_int_equal(tune_affinity_restore(f->ctx, &f->b, &f->j, &f->st), 0);
+        for (unsigned i = 0; i < f->k.n; i++)
+                if (!f->k.dead[i])
+                        assert_mask(&f->k.masks[i], "0-7");
 }
 
 /* ---- live ---- */
@@ -787,53 +796,44 @@ static int live_capable(void) {
  * recorded applied set, and one placed after the write by a mask inside one of the plan's
  * sets the record lists; a mask outside every one stays the thread's own. */
 static void test_fake_restore_from_union_record(void **state) {
-        _cleanup_(tune_ctx_freep) tune_ctx *ctx = NULL;
-        tune_affinity_originals j = {};
-        tune_affinity_stats st = {};
-        tune_affinity_backend b;
-        fake_kernel k;
-        (void) state;
+        fake_test *f = *state;
 
-        fake_kernel_init(&k, &b);
-        assert_int_equal(tune_ctx_new(k.root, &ctx), 0);
-        assert_int_equal(tune_affinity_apply(ctx, &b, 100, fake_choose, NULL, &j, &st), 0);
-        assert_fake_mask(&k, 102, "2-7");
+        assert_int_equal(tune_affinity_apply(f->ctx, &f->b, 100, fake_choose, NULL, &f->j, &f->st), 0);
+        assert_fake_mask(&f->k, 102, "2-7");
         /* The record of 102's move to control, written; the set not made. */
-        assert_int_equal(tune_cpuset_or(&((tune_affinity_entry *) tune_affinity_originals_find(&j, 102))->applied,
+        assert_int_equal(tune_cpuset_or(&((tune_affinity_entry *) tune_affinity_originals_find(&f->j, 102))->applied,
                                         &fake_control), 0);
         /* 103 is recorded on control alone now: 2-7 is in no recorded set but 102's union. */
-        assert_int_equal(tune_cpuset_copy(&((tune_affinity_entry *) tune_affinity_originals_find(&j, 103))->applied,
+        assert_int_equal(tune_cpuset_copy(&((tune_affinity_entry *) tune_affinity_originals_find(&f->j, 103))->applied,
                                           &fake_control), 0);
-        assert_int_equal(tune_cpuset_parse_list(&k.masks[fake_index(&k, 103)], "0-1"), 0);
-        fake_add_thread(&k, 300, "work-born", "2-7"); /* born from 102 meanwhile */
-        fake_add_thread(&k, 301, "own", "8");         /* bound itself outside our sets */
+        assert_int_equal(tune_cpuset_parse_list(&f->k.masks[fake_index(&f->k, 103)], "0-1"), 0);
+        fake_add_thread(&f->k, 300, "work-born", "2-7"); /* born from 102 meanwhile */
+        fake_add_thread(&f->k, 301, "own", "8");         /* bound itself outside our sets */
         /* A set of the plan the record lists, which no recorded thread has yet: 302 was
          * placed on it after the record was written. */
-        assert_int_equal(tune_cpuset_parse_list(&j.sets[0], "9-10"), 0);
-        j.n_sets = 1;
-        fake_add_thread(&k, 302, "work-later", "9-10");
+        assert_int_equal(tune_cpuset_parse_list(&f->j.sets[0], "9-10"), 0);
+        f->j.n_sets = 1;
+        fake_add_thread(&f->k, 302, "work-later", "9-10");
 
-        st = (tune_affinity_stats) {};
-        assert_int_equal(tune_affinity_restore(ctx, &b, &j, &st), 0);
-        assert_fake_mask(&k, 102, "0-7");
-        assert_fake_mask(&k, 103, "0-7");
-        assert_fake_mask(&k, 300, "0-7");
-        assert_fake_mask(&k, 301, "8");
-        assert_fake_mask(&k, 302, "0-7");
-        assert_int_equal(st.skipped, 1);
-        tune_affinity_originals_done(&j);
-        fake_kernel_done(&k);
+        f->st = (tune_affinity_stats) {};
+        assert_int_equal(tune_affinity_restore(f->ctx, &f->b, &f->j, &f->st), 0);
+        assert_fake_mask(&f->k, 102, "0-7");
+        assert_fake_mask(&f->k, 103, "0-7");
+        assert_fake_mask(&f->k, 300, "0-7");
+        assert_fake_mask(&f->k, 301, "8");
+        assert_fake_mask(&f->k, 302, "0-7");
+        assert_int_equal(f->st.skipped, 1);
 }
 
 /* "fake": the fake-kernel tests; "live": the test on this machine's kernel (exit 77 when
  * it lacks 2 usable CPUs). */
 int main(int argc, char **argv) {
         const struct CMUnitTest fake[] = {
-                cmocka_unit_test(test_fake_thread_born_mid_walk),
-                cmocka_unit_test(test_fake_vanishing_and_errors),
-                cmocka_unit_test(test_fake_apply_known),
-                cmocka_unit_test(test_fake_apply_known_pidfd),
-                cmocka_unit_test(test_fake_restore_from_union_record),
+                FAKE_TEST(test_fake_thread_born_mid_walk),
+                FAKE_TEST(test_fake_vanishing_and_errors),
+                FAKE_TEST(test_fake_apply_known),
+                FAKE_TEST(test_fake_apply_known_pidfd),
+                FAKE_TEST(test_fake_restore_from_union_record),
         };
         const struct CMUnitTest live[] = {
                 cmocka_unit_test_teardown(test_live_placement, live_teardown),

@@ -102,14 +102,20 @@ static void test_roundtrip(void **state) {
         assert_string_equal(empty_back->boot_id, "");
 }
 
-static void test_every_truncation_refused(void **state) {
+/* The sample journal as text, for the tests that damage it. */
+static char *sample_text(void) {
         _cleanup_(tune_journal_freep) tune_journal *j = sample();
-        _cleanup_free_ char *text = NULL;
-        size_t len;
-        (void) state;
+        char *text = NULL;
 
         assert_int_equal(tune_journal_format(j, &text), 0);
-        len = strlen(text);
+        return text;
+}
+
+static void test_every_truncation_refused(void **state) {
+        _cleanup_free_ char *text = sample_text();
+        size_t len = strlen(text);
+        (void) state;
+
         for (size_t cut = 0; cut < len; cut++) {
                 tune_journal *back = NULL;
                 int r = tune_journal_parse(text, cut, &back, NULL);
@@ -120,13 +126,10 @@ static void test_every_truncation_refused(void **state) {
 }
 
 static void test_every_flipped_byte_refused(void **state) {
-        _cleanup_(tune_journal_freep) tune_journal *j = sample();
-        _cleanup_free_ char *text = NULL;
-        size_t len;
+        _cleanup_free_ char *text = sample_text();
+        size_t len = strlen(text);
         (void) state;
 
-        assert_int_equal(tune_journal_format(j, &text), 0);
-        len = strlen(text);
         for (size_t i = 0; i < len; i++) {
                 tune_journal *back = NULL;
                 char saved = text[i];
@@ -142,35 +145,40 @@ static void test_every_flipped_byte_refused(void **state) {
         }
 }
 
-static void test_bad_contents(void **state) {
+/* The first len bytes of text are refused with error, at line at (0: whatever line), and
+ * no journal is handed back. */
+static void assert_refused(const char *text, size_t len, int error, unsigned at) {
         tune_journal *back = NULL;
         unsigned line = 0;
+
+        assert_int_equal(tune_journal_parse(text, len, &back, &line), error);
+        if (at > 0)
+                assert_int_equal(line, at);
+        assert_null(back);
+}
+
+static void test_bad_contents(void **state) {
         (void) state;
 
         const char *newer = "npu-tuned-journal 2\nboot_id \nroot /\nend entries=0 fnv1a64=0000000000000000\n";
-        assert_int_equal(tune_journal_parse(newer, strlen(newer), &back, &line), -EPROTONOSUPPORT);
+        assert_refused(newer, strlen(newer), -EPROTONOSUPPORT, 0);
         const char *no_header = "boot_id \nroot /\n";
-        assert_int_equal(tune_journal_parse(no_header, strlen(no_header), &back, &line), -EBADMSG);
-        assert_int_equal(line, 1);
+        assert_refused(no_header, strlen(no_header), -EBADMSG, 1);
         /* An unknown field is refused at its line (before the checksum is even looked at). */
         const char *unknown = "npu-tuned-journal 1\nboot_id \nroot /\n"
                               "knob seq=1 backend=thp id=thp/enabled path=/x cpu=-1 format=plain state=applied "
                               "error=0 original=a desired=b prior= colour=red\n";
-        assert_int_equal(tune_journal_parse(unknown, strlen(unknown), &back, &line), -EBADMSG);
-        assert_int_equal(line, 4);
+        assert_refused(unknown, strlen(unknown), -EBADMSG, 4);
         const char *bad_state = "npu-tuned-journal 1\nboot_id \nroot /\n"
                                 "knob seq=1 backend=thp id=thp/enabled path=/x cpu=-1 format=plain state=maybe "
                                 "error=0 original=a desired=b prior=\n";
-        assert_int_equal(tune_journal_parse(bad_state, strlen(bad_state), &back, &line), -EBADMSG);
-        assert_int_equal(line, 4);
+        assert_refused(bad_state, strlen(bad_state), -EBADMSG, 4);
         const char *dup = "npu-tuned-journal 1\nboot_id \nroot /\n"
                           "knob seq=1 backend=thp id=a path=/x cpu=-1 format=plain state=applied error=0 original=a desired=b prior=\n"
                           "knob seq=2 backend=thp id=a path=/x cpu=-1 format=plain state=applied error=0 original=a desired=b prior=\n";
-        assert_int_equal(tune_journal_parse(dup, strlen(dup), &back, &line), -EBADMSG);
-        assert_int_equal(line, 5);
+        assert_refused(dup, strlen(dup), -EBADMSG, 5);
         const char *nul = "npu-tuned-journal 1\n\0";
-        assert_int_equal(tune_journal_parse(nul, 21, &back, &line), -EBADMSG);
-        assert_null(back);
+        assert_refused(nul, 21, -EBADMSG, 0);
 }
 
 static void test_file(void **state) {

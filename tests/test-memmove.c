@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "fake-proc.h"
 #include "npu-tuned/memmove.h"
 
 /* ---- a fake address space ---- */
@@ -121,13 +122,7 @@ static int e_node(unsigned i) { return i < 5 ? -EFAULT : 1; }
 static bool e_pinned(unsigned i) { return i >= 5 && i < 15; }
 
 static void write_file(const char *dir, const char *name, const char *text) {
-        char path[256];
-        FILE *f;
-        snprintf(path, sizeof path, "%s/%s", dir, name);
-        f = fopen(path, "we");
-        assert_non_null(f);
-        fputs(text, f);
-        fclose(f);
+        fake_proc_put(dir, name, text, strlen(text));
 }
 
 static void fake_mm_init(fake_mm *mm, tune_memmove_backend *b) {

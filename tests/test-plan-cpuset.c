@@ -66,9 +66,7 @@ static void test_part_of_the_node(void **state) {
         assert_int_equal(out.action, TUNE_PLAN_PLACE);
         assert_true(out.in_cpuset);
         assert_false(out.cpuset_far);
-        assert_set(&out.pool, "16-23");
-        assert_set(&out.role_cpus[TUNE_ROLE_CONTROL], "16-17");
-        assert_set(&out.role_cpus[TUNE_ROLE_COMPUTE], "18-23");
+        assert_split(&out, "16-23", "16-17", "18-23");
         assert_set(&out.mem_nodes, "0");
         assert_reason(&out, "planned inside them");
         tune_plan_done(&out);
@@ -112,9 +110,7 @@ static void test_cpuset_far(void **state) {
         plan_npu0(t, 2, 1, 0, "60-63", "", &out);
         assert_int_equal(out.action, TUNE_PLAN_PLACE);
         assert_true(out.cpuset_far);
-        assert_set(&out.pool, "60-63");
-        assert_set(&out.role_cpus[TUNE_ROLE_CONTROL], "60");
-        assert_set(&out.role_cpus[TUNE_ROLE_COMPUTE], "61-63");
+        assert_split(&out, "60-63", "60", "61-63");
         assert_set(&out.home_nodes, "0");
         assert_set(&out.mem_nodes, "0");
         assert_reason(&out, "its cpuset has no CPU on its accelerators' node(s) 0: placed inside its cpuset, on node(s) 2");
@@ -160,9 +156,7 @@ static void test_whole_cpuset(void **state) {
         plan_npu0(t, 2, 1, 0, "0-1", "", &out);
         assert_int_equal(out.action, TUNE_PLAN_PLACE);
         assert_true(out.shared);
-        assert_set(&out.pool, "0-1");
-        assert_set(&out.role_cpus[TUNE_ROLE_CONTROL], "0");
-        assert_set(&out.role_cpus[TUNE_ROLE_COMPUTE], "1");
+        assert_split(&out, "0-1", "0", "1");
         assert_reason(&out, "its pool is its whole cpuset 0-1, shared");
         tune_plan_done(&out);
 }

@@ -292,9 +292,7 @@ static void test_unknown_accelerator_node(void **state) {
         req.n_accels = 1;
         assert_int_equal(tune_plan_compute(one, &params, &req, 1, &out), 0);
         assert_int_equal(out.action, TUNE_PLAN_PLACE);
-        assert_set(&out.pool, "0-1");
-        assert_set(&out.role_cpus[TUNE_ROLE_CONTROL], "0");
-        assert_set(&out.role_cpus[TUNE_ROLE_COMPUTE], "1");
+        assert_split(&out, "0-1", "0", "1");
         assert_reason(&out, "this host has only node 0, so it is that one");
         tune_plan_done(&out);
 }
@@ -372,9 +370,7 @@ static void test_too_few_cpus(void **state) {
         tune_policy_rule big = make_rule(2, 6, 0);
         five[0].rule = &big;
         assert_int_equal(tune_plan_compute(small, &params, five, 1, &o1), 0);
-        assert_set(&o1.pool, "0-3");
-        assert_set(&o1.role_cpus[TUNE_ROLE_CONTROL], "0");
-        assert_set(&o1.role_cpus[TUNE_ROLE_COMPUTE], "1-3");
+        assert_split(&o1, "0-3", "0", "1-3");
         assert_reason(&o1, "short of 4 CPU(s): no node had spare CPUs left");
         assert_reason(&o1, "the pool has 4 CPUs, fewer than the 8 the roles want: control gets 1, compute 3");
         placements_done(&o1, 1);
@@ -398,9 +394,7 @@ static void test_spanning_two_nodes(void **state) {
         print_reasons(&out);
         assert_int_equal(out.action, TUNE_PLAN_PLACE);
         assert_set(&out.home_nodes, "0,2");
-        assert_set(&out.pool, "2-6,50-54");
-        assert_set(&out.role_cpus[TUNE_ROLE_CONTROL], "2-3");
-        assert_set(&out.role_cpus[TUNE_ROLE_COMPUTE], "4-6,50-54");
+        assert_split(&out, "2-6,50-54", "2-3", "4-6,50-54");
         assert_true(tune_cpuset_is_empty(&out.borrowed_nodes));
         /* Each home node's memory choice: 0 -> 4, 2 -> 6. */
         assert_set(&out.mem_nodes, "4,6");
@@ -455,9 +449,7 @@ static void test_placer_fair_split(void **state) {
         assert_int_equal(tune_placer_set(p, 100, &elastic, (const tune_accel *[]) { &npus[0] }, 1, &changed), 0);
         assert_int_equal(changed.n, 0);
         a = tune_placer_get(p, 100);
-        assert_set(&a->pool, "2-23");
-        assert_set(&a->role_cpus[TUNE_ROLE_CONTROL], "2-3");
-        assert_set(&a->role_cpus[TUNE_ROLE_COMPUTE], "4-23");
+        assert_split(a, "2-23", "2-3", "4-23");
 
         /* A second process on node 0: an even split, the first keeps the low half. */
         assert_int_equal(tune_placer_set(p, 200, &elastic, (const tune_accel *[]) { &npus[1] }, 1, &changed), 0);
@@ -485,9 +477,7 @@ static void test_placer_fair_split(void **state) {
         assert_int_equal(changed.n, 1);
         assert_true(tune_keys_contain(&changed, 200));
         b = tune_placer_get(p, 200);
-        assert_set(&b->pool, "2-23");
-        assert_set(&b->role_cpus[TUNE_ROLE_CONTROL], "13-14");
-        assert_set(&b->role_cpus[TUNE_ROLE_COMPUTE], "2-12,15-23");
+        assert_split(b, "2-23", "13-14", "2-12,15-23");
         assert_reason(b, "(kept where they were)");
         assert_null(tune_placer_get(p, 100));
         assert_int_equal(tune_placer_remove(p, 100, &changed), -ENOENT);

@@ -16,6 +16,7 @@
 
 #include "npu-tuned/macro.h"
 #include "npu-tuned/policy.h"
+#include "policy-assert.h"
 
 static char base[256];
 
@@ -348,14 +349,7 @@ static void test_shipped_and_embedded(void **state) {
         assert_true(p->embedded);
         assert_true(p->n_rules >= 6);
         /* Safe on any host: no host knob at all. */
-        assert_null(p->host.governor);
-        assert_null(p->host.thp_enabled);
-        assert_null(p->host.thp_defrag);
-        assert_int_equal(p->host.khugepaged_defrag, -1);
-        assert_false(p->host.irq_manage);
-        assert_null(p->host.aspm_policy);
-        assert_int_equal(p->host.aspm_accelerator_link, TUNE_ASPM_LINK_UNCHANGED);
-        assert_int_equal(p->host.numa_balancing, -1);
+        assert_host_untouched(&p->host);
         for (unsigned i = 0; i < p->n_rules; i++) {
                 /* Never by comm alone; never a memory migration; affinity given back. */
                 assert_true(p->rules[i].match_exe || p->rules[i].has_match_cmdline);

@@ -12,6 +12,7 @@
 
 #include "npu-tuned/macro.h"
 #include "npu-tuned/policy.h"
+#include "policy-assert.h"
 
 /* Users known to the tests, whatever the machine's /etc/passwd says. */
 static int fake_users(const char *name, uid_t *ret, void *userdata) {
@@ -103,14 +104,7 @@ static void test_minimal_and_defaults(void **state) {
         assert_int_equal(p->options.max_managed_processes, 4096);
         assert_int_equal(p->options.proc_connector_rcvbuf_kib, 4096);
         /* Leave the host alone unless told otherwise. */
-        assert_null(p->host.governor);
-        assert_null(p->host.thp_enabled);
-        assert_null(p->host.thp_defrag);
-        assert_int_equal(p->host.khugepaged_defrag, -1);
-        assert_false(p->host.irq_manage);
-        assert_null(p->host.aspm_policy);
-        assert_int_equal(p->host.aspm_accelerator_link, TUNE_ASPM_LINK_UNCHANGED);
-        assert_int_equal(p->host.numa_balancing, -1);
+        assert_host_untouched(&p->host);
         assert_false(p->host.reassert);
         assert_int_equal(p->n_files, 1);
         assert_string_equal(p->files[0], "t.json");

@@ -421,8 +421,10 @@ static int done(const char *message, json_object *extra) {
                 json_object_object_add(j, "message", json_object_new_string(message));
                 print_json(j);
                 json_object_put(j);
-        } else
+        } else {
                 printf("%s\n", message);
+                json_object_put(extra);
+        }
         return EXIT_OK;
 }
 

@@ -31,6 +31,24 @@
                 _fd_;                          \
         })
 
+/* Room for one more item in array, of which n are used and cap allocated: a full array
+ * doubles, an empty one gets first items. 0, or -ENOMEM with array and cap as they were.
+ * One growth policy for every list the library builds, not one hand-written per list. */
+#define TUNE_GROW(array, cap, n, first)                                                            \
+        ({                                                                                         \
+                int _grow_r_ = 0;                                                                  \
+                if ((n) >= (cap)) {                                                                \
+                        __typeof__(cap) _grow_cap_ = (cap) ? (cap) * 2 : (first);                  \
+                        __typeof__(array) _grow_a_ = reallocarray((array), _grow_cap_, sizeof *(array)); \
+                        if (_grow_a_) {                                                            \
+                                (array) = _grow_a_;                                                \
+                                (cap) = _grow_cap_;                                                \
+                        } else                                                                     \
+                                _grow_r_ = -ENOMEM;                                                \
+                }                                                                                  \
+                _grow_r_;                                                                          \
+        })
+
 static inline void freep(void *p) {
         free(*(void **) p);
 }
@@ -63,6 +81,17 @@ static inline void closedirp(DIR **d) {
 
 static inline int negative_errno(void) {
         return errno > 0 ? -errno : -EIO;
+}
+
+/* read(), again when a signal interrupted it: the count (0 at the end), or a negative
+ * errno, so that the callers' loops need not each handle EINTR. */
+static inline ssize_t tune_read_retry(int fd, void *buf, size_t size) {
+        ssize_t n;
+
+        do
+                n = read(fd, buf, size);
+        while (n < 0 && errno == EINTR);
+        return n < 0 ? negative_errno() : n;
 }
 
 #define streq(a, b) (strcmp((a), (b)) == 0)

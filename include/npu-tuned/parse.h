@@ -23,6 +23,15 @@ int tune_parse_nvidia_uuid(const char *text, char *buf, size_t size);
 /* A PCI id file ("0x19e5\n") into a 16-bit value; class files into 24 bits. */
 int tune_parse_hex_u32(const char *text, uint32_t max, uint32_t *ret);
 
+/* The next of a list of decimal numbers separated by blanks and newlines ("0 4 5\n"): 1
+ * with the number in *ret and *text moved past it, 0 at the end of the text, -EINVAL on
+ * anything that is not such a number, -ERANGE above max (at most ULONG_MAX / 10, so the
+ * number cannot wrap before the check). *text is left where it was on an error. */
+int tune_parse_next_ulong(const char **text, unsigned long max, unsigned long *ret);
+
+/* The value of one hexadecimal digit, either case; -1 if c is not one. */
+int tune_parse_hex_digit(char c);
+
 /* A decimal integer with optional surrounding whitespace ("-1\n"). */
 int tune_parse_int(const char *text, long min, long max, long *ret);
 

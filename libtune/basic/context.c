@@ -152,12 +152,9 @@ int tune_read_virtual_at(const tune_ctx *ctx, int dirfd, const char *name, char 
          * live root stops after one (read_whole_at_once() below); a test tree's plain
          * files are read to the end. */
         for (;;) {
-                ssize_t n = read(fd, buf + len, size - 1 - len);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return negative_errno();
-                }
+                ssize_t n = tune_read_retry(fd, buf + len, size - 1 - len);
+                if (n < 0)
+                        return (int) n;
                 len += (size_t) n;
                 if (len == size - 1)
                         return -EFBIG;
@@ -218,9 +215,7 @@ int tune_read_prefix(const tune_ctx *ctx, const char *path, size_t max, char **r
                 if (len == max) {
                         /* Full: is there more? One byte tells. */
                         char probe;
-                        do
-                                n = read(fd, &probe, 1);
-                        while (n < 0 && errno == EINTR);
+                        n = tune_read_retry(fd, &probe, 1);
                         truncated = n > 0;
                         break;
                 }
@@ -233,12 +228,9 @@ int tune_read_prefix(const tune_ctx *ctx, const char *path, size_t max, char **r
                         cap = ncap;
                 }
                 size_t want = cap - 1 - len;
-                n = read(fd, buf + len, want);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return negative_errno();
-                }
+                n = tune_read_retry(fd, buf + len, want);
+                if (n < 0)
+                        return (int) n;
                 if (n == 0)
                         break;
                 len += (size_t) n;

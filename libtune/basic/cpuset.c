@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "npu-tuned/cpuset.h"
+#include "npu-tuned/parse.h"
 
 void tune_cpuset_done(tune_cpuset *s) {
         if (!s)
@@ -218,15 +219,6 @@ int tune_cpuset_parse_list(tune_cpuset *ret, const char *text) {
         return 0;
 }
 
-static int hexval(char c) {
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        c = (char) tolower((unsigned char) c);
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        return -1;
-}
-
 int tune_cpuset_parse_mask(tune_cpuset *ret, const char *text) {
         _cleanup_cpuset_ tune_cpuset s = {};
         const char *start, *end;
@@ -252,7 +244,7 @@ int tune_cpuset_parse_mask(tune_cpuset *ret, const char *text) {
                         in_group = 0;
                         continue;
                 }
-                int v = hexval(c);
+                int v = tune_parse_hex_digit(c);
                 if (v < 0 || in_group >= 8)
                         return -EINVAL;
                 for (int i = 0; i < 4; i++)

@@ -31,14 +31,11 @@ int tune_foreach_line(const tune_ctx *ctx, const char *path, size_t max_line, si
                 return -ENOMEM;
 
         for (;;) {
-                ssize_t n = read(fd, buf + have, cap - have);
+                ssize_t n = tune_read_retry(fd, buf + have, cap - have);
                 size_t i = 0;
 
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return negative_errno();
-                }
+                if (n < 0)
+                        return (int) n;
                 total += (size_t) n;
                 if (total > max_total)
                         return -EFBIG;

@@ -2,6 +2,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -112,34 +113,62 @@ int tune_parse_meminfo(const char *text, uint64_t *ret_total_kib, uint64_t *ret_
         return 0;
 }
 
+static bool is_list_blank(char c) {
+        return c == ' ' || c == '\t' || c == '\n';
+}
+
+int tune_parse_next_ulong(const char **text, unsigned long max, unsigned long *ret) {
+        const char *p = *text;
+        unsigned long v = 0;
+
+        while (is_list_blank(*p))
+                p++;
+        if (!*p) {
+                *text = p;
+                return 0;
+        }
+        if (!isdigit((unsigned char) *p))
+                return -EINVAL;
+        while (isdigit((unsigned char) *p)) {
+                v = v * 10 + (unsigned long) (*p++ - '0');
+                if (v > max)
+                        return -ERANGE;
+        }
+        if (*p && !is_list_blank(*p))
+                return -EINVAL;
+        *text = p;
+        *ret = v;
+        return 1;
+}
+
+int tune_parse_hex_digit(char c) {
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F')
+                return c - 'A' + 10;
+        return -1;
+}
+
 int tune_parse_distances(const char *text, int *ret, size_t max, size_t *ret_n) {
         size_t n = 0;
         const char *p = text;
+        unsigned long v;
+        int r;
 
         if (!text)
                 return -EINVAL;
-        for (;;) {
-                while (*p == ' ' || *p == '\t' || *p == '\n')
-                        p++;
-                if (!*p)
-                        break;
-                if (!isdigit((unsigned char) *p))
-                        return -EINVAL;
-                long v = 0;
-                while (isdigit((unsigned char) *p)) {
-                        v = v * 10 + (*p - '0');
-                        if (v > 255)
-                                return -EINVAL;
-                        p++;
-                }
-                if (*p && *p != ' ' && *p != '\t' && *p != '\n')
-                        return -EINVAL;
+        /* A distance above 255 is garbage here, not a range error. */
+        while ((r = tune_parse_next_ulong(&p, 255, &v)) > 0) {
                 if (v < 1)
                         return -EINVAL;
                 if (n >= max)
                         return -E2BIG;
                 ret[n++] = (int) v;
         }
+        if (r < 0)
+                return -EINVAL;
         if (n == 0)
                 return -EINVAL;
         *ret_n = n;

@@ -45,12 +45,9 @@ int tune_state_file_read(const char *state_dir, const char *name, size_t max, ch
         if (!buf)
                 return -ENOMEM;
         for (;;) {
-                ssize_t n = read(fd, buf + len, (size_t) st.st_size + 1 - len);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return negative_errno();
-                }
+                ssize_t n = tune_read_retry(fd, buf + len, (size_t) st.st_size + 1 - len);
+                if (n < 0)
+                        return (int) n;
                 if (n == 0)
                         break;
                 len += (size_t) n;

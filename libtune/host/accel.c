@@ -227,14 +227,8 @@ static int cmp_pci(const void *a, const void *b) {
 }
 
 static int push(tune_accels *list, unsigned *cap, tune_accel *a) {
-        if (list->n == *cap) {
-                unsigned ncap = *cap ? *cap * 2 : 8;
-                tune_accel *n = realloc(list->items, ncap * sizeof *n);
-                if (!n)
-                        return -ENOMEM;
-                list->items = n;
-                *cap = ncap;
-        }
+        if (TUNE_GROW(list->items, *cap, list->n, 8) < 0)
+                return -ENOMEM;
         list->items[list->n++] = *a;
         return 0;
 }

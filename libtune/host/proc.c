@@ -49,6 +49,16 @@ static int pid_path(char *buf, size_t size, pid_t pid, pid_t tid, const char *fi
         return 0;
 }
 
+/* /proc/PID/file, at most max bytes of it: what each reader of one such file starts with. */
+static int read_pid_file(const tune_ctx *ctx, pid_t pid, const char *file, size_t max, char **ret, size_t *ret_len,
+                         bool *ret_truncated) {
+        char path[64];
+        int r = pid_path(path, sizeof path, pid, 0, file);
+        if (r < 0)
+                return r;
+        return tune_read_prefix(ctx, path, max, ret, ret_len, ret_truncated);
+}
+
 int tune_pidfd_exited(int pidfd) {
         struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
         int r = poll(&pfd, 1, 0);
@@ -58,29 +68,17 @@ int tune_pidfd_exited(int pidfd) {
 
 int tune_proc_read_stat(const tune_ctx *ctx, pid_t pid, tune_proc_stat *ret) {
         _cleanup_free_ char *text = NULL;
-        char path[64];
-        size_t len;
         int r;
 
-        r = pid_path(path, sizeof path, pid, 0, "stat");
-        if (r < 0)
-                return r;
-        r = tune_read_prefix(ctx, path, 4096, &text, &len, NULL);
+        r = read_pid_file(ctx, pid, "stat", 4096, &text, NULL, NULL);
         if (r < 0)
                 return r;
         return tune_parse_proc_stat(text, ret);
 }
 
 int tune_proc_read_status_text(const tune_ctx *ctx, pid_t pid, char **ret) {
-        char path[64];
-        size_t len;
-        int r;
-
-        r = pid_path(path, sizeof path, pid, 0, "status");
-        if (r < 0)
-                return r;
         /* Bounded: status is a few KiB; Groups can be long, and what is cut is not used. */
-        return tune_read_prefix(ctx, path, TUNE_STATUS_MAX, ret, &len, NULL);
+        return read_pid_file(ctx, pid, "status", TUNE_STATUS_MAX, ret, NULL, NULL);
 }
 
 int tune_proc_read_status(const tune_ctx *ctx, pid_t pid, tune_proc_status *ret) {
@@ -131,33 +129,17 @@ int tune_proc_read_comm(const tune_ctx *ctx, pid_t pid, pid_t tid, char ret[stat
 
 int tune_proc_read_cmdline(const tune_ctx *ctx, pid_t pid, char **ret) {
         _cleanup_free_ char *raw = NULL;
-        char path[64];
         size_t len;
         int r;
 
-        r = pid_path(path, sizeof path, pid, 0, "cmdline");
-        if (r < 0)
-                return r;
-        r = tune_read_prefix(ctx, path, TUNE_CMDLINE_MAX, &raw, &len, NULL);
+        r = read_pid_file(ctx, pid, "cmdline", TUNE_CMDLINE_MAX, &raw, &len, NULL);
         if (r < 0)
                 return r;
         return tune_cmdline_join(raw, len, ret);
 }
 
 int tune_proc_read_environ(const tune_ctx *ctx, pid_t pid, char **ret, size_t *ret_len, bool *ret_truncated) {
-        char path[64];
-        bool truncated = false;
-        int r;
-
-        r = pid_path(path, sizeof path, pid, 0, "environ");
-        if (r < 0)
-                return r;
-        r = tune_read_prefix(ctx, path, TUNE_ENVIRON_MAX, ret, ret_len, &truncated);
-        if (r < 0)
-                return r;
-        if (ret_truncated)
-                *ret_truncated = truncated;
-        return 0;
+        return read_pid_file(ctx, pid, "environ", TUNE_ENVIRON_MAX, ret, ret_len, ret_truncated);
 }
 
 int tune_proc_read_exe(const tune_ctx *ctx, pid_t pid, char **ret) {
@@ -182,14 +164,10 @@ int tune_proc_read_exe(const tune_ctx *ctx, pid_t pid, char **ret) {
 
 int tune_proc_read_cgroup(const tune_ctx *ctx, pid_t pid, char **ret) {
         _cleanup_free_ char *text = NULL;
-        char path[64];
         size_t len;
         int r;
 
-        r = pid_path(path, sizeof path, pid, 0, "cgroup");
-        if (r < 0)
-                return r;
-        r = tune_read_prefix(ctx, path, TUNE_CGROUP_MAX, &text, &len, NULL);
+        r = read_pid_file(ctx, pid, "cgroup", TUNE_CGROUP_MAX, &text, &len, NULL);
         if (r < 0)
                 return r;
         if (memchr(text, 0, len))
@@ -232,14 +210,8 @@ static int list_numeric(const tune_ctx *ctx, const char *path, pid_t **ret, size
                         if (de->d_name[0] < '1' || de->d_name[0] > '9' ||
                             tune_parse_int(de->d_name, 1, INT_MAX, &v) < 0)
                                 continue;
-                        if (n == cap) {
-                                size_t ncap = cap ? cap * 2 : 64;
-                                pid_t *nl = reallocarray(list, ncap, sizeof *nl);
-                                if (!nl)
-                                        return -ENOMEM;
-                                list = nl;
-                                cap = ncap;
-                        }
+                        if (TUNE_GROW(list, cap, n, 64) < 0)
+                                return -ENOMEM;
                         list[n++] = (pid_t) v;
                 }
         }
@@ -329,14 +301,8 @@ int tune_proc_list_char_devices(const tune_ctx *ctx, pid_t pid, dev_t **ret, siz
                  * could never open (or one a FUSE server made up). */
                 if (fd_is_path_only(ctx, pid, de->d_name))
                         continue;
-                if (n == cap) {
-                        size_t ncap = cap ? cap * 2 : 16;
-                        dev_t *nl = reallocarray(list, ncap, sizeof *nl);
-                        if (!nl)
-                                return -ENOMEM;
-                        list = nl;
-                        cap = ncap;
-                }
+                if (TUNE_GROW(list, cap, n, 16) < 0)
+                        return -ENOMEM;
                 list[n++] = rdev;
         }
         if (n > 1) {

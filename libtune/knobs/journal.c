@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "npu-tuned/journal.h"
+#include "npu-tuned/parse.h"
 
 static const char *const format_names[_TUNE_KNOB_FORMAT_MAX] = {
         [TUNE_KNOB_PLAIN] = "plain",
@@ -126,14 +127,8 @@ int tune_journal_add(tune_journal *j, const tune_journal_entry *e) {
                 return -EINVAL;
         if (tune_journal_find(j, e->id))
                 return -EEXIST;
-        if (j->n == j->cap) {
-                unsigned cap = j->cap ? j->cap * 2 : 16;
-                tune_journal_entry *p = realloc(j->entries, cap * sizeof *p);
-                if (!p)
-                        return -ENOMEM;
-                j->entries = p;
-                j->cap = cap;
-        }
+        if (TUNE_GROW(j->entries, j->cap, j->n, 16) < 0)
+                return -ENOMEM;
         n.seq = e->seq ? e->seq : j->next_seq;
         n.cpu = e->cpu;
         n.format = e->format;
@@ -256,16 +251,6 @@ int tune_journal_format(const tune_journal *j, char **ret) {
         return 0;
 }
 
-static int hexval(unsigned char c) {
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
-
 static int decode(const char *s, size_t len, char **ret) {
         _cleanup_free_ char *out = malloc(len + 1);
         size_t n = 0;
@@ -278,8 +263,8 @@ static int decode(const char *s, size_t len, char **ret) {
                         int hi, lo;
                         if (len - i < 3)
                                 return -EBADMSG;
-                        hi = hexval((unsigned char) s[i + 1]);
-                        lo = hexval((unsigned char) s[i + 2]);
+                        hi = tune_parse_hex_digit(s[i + 1]);
+                        lo = tune_parse_hex_digit(s[i + 2]);
                         if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
                                 return -EBADMSG;
                         out[n++] = (char) (hi * 16 + lo);

@@ -220,14 +220,8 @@ int tune_knob_plan_add(tune_knob_plan *p, const tune_knob_backend *b, const char
         for (unsigned i = 0; i < p->n; i++)
                 if (streq(p->items[i].id, id))
                         return -EEXIST;
-        if (p->n == p->cap) {
-                unsigned cap = p->cap ? p->cap * 2 : 32;
-                tune_knob_item *n = realloc(p->items, cap * sizeof *n);
-                if (!n)
-                        return -ENOMEM;
-                p->items = n;
-                p->cap = cap;
-        }
+        if (TUNE_GROW(p->items, p->cap, p->n, 32) < 0)
+                return -ENOMEM;
         it = &p->items[p->n];
         *it = (tune_knob_item){
                 .backend = b, .cpu = cpu, .format = format, .irq = -1, .accel = -1, .outcome = TUNE_KNOB_PLANNED

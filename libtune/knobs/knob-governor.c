@@ -12,35 +12,25 @@
 #include <string.h>
 
 #include "npu-tuned/knob.h"
+#include "npu-tuned/parse.h"
 
 #define CPUFREQ_DIR "/sys/devices/system/cpu/cpufreq"
 
 int tune_cpufreq_parse_cpus(const char *text, tune_cpuset *ret) {
         _cleanup_cpuset_ tune_cpuset s = {};
         const char *p = text;
+        unsigned long v;
         int r;
 
         if (!text)
                 return -EINVAL;
-        for (;;) {
-                unsigned long v = 0;
-                while (*p == ' ' || *p == '\t' || *p == '\n')
-                        p++;
-                if (!*p)
-                        break;
-                if (!isdigit((unsigned char) *p))
-                        return -EINVAL;
-                while (isdigit((unsigned char) *p)) {
-                        v = v * 10 + (unsigned long) (*p++ - '0');
-                        if (v >= TUNE_CPU_MAX)
-                                return -ERANGE;
-                }
-                if (*p && *p != ' ' && *p != '\t' && *p != '\n')
-                        return -EINVAL;
+        while ((r = tune_parse_next_ulong(&p, TUNE_CPU_MAX - 1, &v)) > 0) {
                 r = tune_cpuset_add(&s, (unsigned) v);
                 if (r < 0)
                         return r;
         }
+        if (r < 0)
+                return r;
         tune_cpuset_done(ret);
         *ret = s;
         s = (tune_cpuset){};
@@ -53,16 +43,27 @@ void tune_cpufreq_policies_free(tune_cpufreq_policy *p, unsigned n) {
         free(p);
 }
 
-static int push_policy(tune_cpufreq_policy **list, unsigned *n, unsigned *cap, tune_cpufreq_policy *p) {
-        if (*n == *cap) {
-                unsigned ncap = *cap ? *cap * 2 : 16;
-                tune_cpufreq_policy *nl = realloc(*list, ncap * sizeof *nl);
-                if (!nl)
-                        return -ENOMEM;
-                *list = nl;
-                *cap = ncap;
+/* The policies a list path has found so far: freed whole when it fails, handed over
+ * sorted when it is done (policy_list_finish()). Both paths build one the same way. */
+typedef struct policy_list {
+        tune_cpufreq_policy *items;
+        unsigned n, cap;
+} policy_list;
+
+static void policy_list_done(policy_list *l) {
+        tune_cpufreq_policies_free(l->items, l->n);
+        *l = (policy_list){};
+}
+#define _cleanup_policy_list_ _cleanup_(policy_list_done)
+
+/* Moves *p into the list; on failure *p's CPUs are freed, so the caller has nothing left
+ * to undo but the list. */
+static int push_policy(policy_list *l, tune_cpufreq_policy *p) {
+        if (TUNE_GROW(l->items, l->cap, l->n, 16) < 0) {
+                tune_cpuset_done(&p->cpus);
+                return -ENOMEM;
         }
-        (*list)[(*n)++] = *p;
+        l->items[l->n++] = *p;
         *p = (tune_cpufreq_policy){};
         return 0;
 }
@@ -70,6 +71,17 @@ static int push_policy(tune_cpufreq_policy **list, unsigned *n, unsigned *cap, t
 static int cmp_policy(const void *a, const void *b) {
         const tune_cpufreq_policy *x = a, *y = b;
         return x->cpu < y->cpu ? -1 : x->cpu > y->cpu;
+}
+
+/* -ENOENT when no policy was found: no cpufreq on this host (or below this root). */
+static int policy_list_finish(policy_list *l, tune_cpufreq_policy **ret, unsigned *ret_n) {
+        if (l->n == 0)
+                return -ENOENT;
+        qsort(l->items, l->n, sizeof *l->items, cmp_policy);
+        *ret = l->items;
+        *ret_n = l->n;
+        *l = (policy_list){};
+        return 0;
 }
 
 /* ---- the sysfs path (below the root) ------------------------------------------------- */
@@ -80,8 +92,7 @@ static int policy_file(const tune_cpufreq_policy *p, const char *file, char *buf
 
 static int sysfs_list(const tune_ctx *ctx, const tune_topology *t, tune_cpufreq_policy **ret, unsigned *ret_n) {
         _cleanup_closedir_ DIR *d = NULL;
-        tune_cpufreq_policy *list = NULL;
-        unsigned n = 0, cap = 0;
+        _cleanup_policy_list_ policy_list list = {};
         struct dirent *de;
         int r;
 
@@ -108,33 +119,19 @@ static int sysfs_list(const tune_ctx *ctx, const tune_topology *t, tune_cpufreq_
                         r = tune_read_string(ctx, path, &text);
                 if (r >= 0)
                         r = tune_cpufreq_parse_cpus(text, &p.cpus);
-                if (r == -ENOMEM) {
-                        tune_cpufreq_policies_free(list, n);
+                if (r == -ENOMEM)
                         return r;
-                }
                 /* Without affected_cpus the policy's own number is its CPU. */
-                if (r < 0 && (r = tune_cpuset_add(&p.cpus, p.cpu)) < 0) {
-                        tune_cpufreq_policies_free(list, n);
+                if (r < 0 && (r = tune_cpuset_add(&p.cpus, p.cpu)) < 0)
                         return r;
-                }
                 tune_cpuset_and(&p.cpus, &t->online);
                 if (!tune_cpuset_is_empty(&p.cpus))
                         p.cpu = (unsigned) tune_cpuset_next(&p.cpus, 0);
-                r = push_policy(&list, &n, &cap, &p);
-                if (r < 0) {
-                        tune_cpuset_done(&p.cpus);
-                        tune_cpufreq_policies_free(list, n);
+                r = push_policy(&list, &p);
+                if (r < 0)
                         return r;
-                }
         }
-        if (n == 0) {
-                free(list);
-                return -ENOENT;
-        }
-        qsort(list, n, sizeof *list, cmp_policy);
-        *ret = list;
-        *ret_n = n;
-        return 0;
+        return policy_list_finish(&list, ret, ret_n);
 }
 
 static int sysfs_read(const tune_ctx *ctx, const tune_cpufreq_policy *p, const char *file, char **ret) {
@@ -177,8 +174,7 @@ static int errno_or(int fallback) {
 
 static int cpupower_list(const tune_ctx *ctx, const tune_topology *t, tune_cpufreq_policy **ret, unsigned *ret_n) {
         _cleanup_cpuset_ tune_cpuset seen = {};
-        tune_cpufreq_policy *list = NULL;
-        unsigned n = 0, cap = 0;
+        _cleanup_policy_list_ policy_list list = {};
         int r;
 
         TUNE_CPUSET_FOREACH(cpu, &t->online) {
@@ -200,7 +196,6 @@ static int cpupower_list(const tune_ctx *ctx, const tune_topology *t, tune_cpufr
                         r = tune_cpuset_or(&seen, &p.cpus);
                 if (r < 0) {
                         tune_cpuset_done(&p.cpus);
-                        tune_cpufreq_policies_free(list, n);
                         return r;
                 }
                 tune_cpuset_and(&p.cpus, &t->online);
@@ -208,21 +203,11 @@ static int cpupower_list(const tune_ctx *ctx, const tune_topology *t, tune_cpufr
                 /* libcpupower does not name policies; the kernel names each after the CPU
                  * it was created for, normally its lowest. */
                 snprintf(p.name, sizeof p.name, "policy%u", p.cpu);
-                r = push_policy(&list, &n, &cap, &p);
-                if (r < 0) {
-                        tune_cpuset_done(&p.cpus);
-                        tune_cpufreq_policies_free(list, n);
+                r = push_policy(&list, &p);
+                if (r < 0)
                         return r;
-                }
         }
-        if (n == 0) {
-                free(list);
-                return -ENOENT;
-        }
-        qsort(list, n, sizeof *list, cmp_policy);
-        *ret = list;
-        *ret_n = n;
-        return 0;
+        return policy_list_finish(&list, ret, ret_n);
 }
 
 static int cpupower_available(const tune_ctx *ctx, const tune_cpufreq_policy *p, char **ret) {

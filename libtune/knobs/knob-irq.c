@@ -69,14 +69,8 @@ int tune_irq_parse_interrupts(const char *text, tune_irq_desc **ret, unsigned *r
                                 while (k > 0 && d.desc[k - 1] == ' ')
                                         k--;
                                 d.desc[k] = 0;
-                                if (n == cap) {
-                                        unsigned ncap = cap ? cap * 2 : 64;
-                                        tune_irq_desc *nl = realloc(list, ncap * sizeof *nl);
-                                        if (!nl)
-                                                return -ENOMEM;
-                                        list = nl;
-                                        cap = ncap;
-                                }
+                                if (TUNE_GROW(list, cap, n, 64) < 0)
+                                        return -ENOMEM;
                                 list[n++] = d;
                         }
                 }
@@ -341,14 +335,8 @@ static int list_irqs(const tune_ctx *ctx, unsigned **ret, unsigned *ret_n) {
                 unsigned irq;
                 if (!parse_uint_name(de->d_name, &irq))
                         continue;
-                if (n == cap) {
-                        unsigned ncap = cap ? cap * 2 : 128;
-                        unsigned *nl = realloc(list, ncap * sizeof *nl);
-                        if (!nl)
-                                return -ENOMEM;
-                        list = nl;
-                        cap = ncap;
-                }
+                if (TUNE_GROW(list, cap, n, 128) < 0)
+                        return -ENOMEM;
                 list[n++] = irq;
         }
         qsort(list, n, sizeof *list, cmp_uint);

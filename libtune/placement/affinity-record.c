@@ -470,13 +470,9 @@ int tune_affinity_record_list(const char *state_dir, pid_t **ret, unsigned *ret_
                 pid_t pid;
                 if (tune_affinity_record_name_pid(de->d_name, &pid) < 0)
                         continue;
-                if (n == cap) {
-                        pid_t *a = realloc(pids, (cap = cap ? cap * 2 : 16) * sizeof *a);
-                        if (!a) {
-                                closedir(d);
-                                return -ENOMEM;
-                        }
-                        pids = a;
+                if (TUNE_GROW(pids, cap, n, 16) < 0) {
+                        closedir(d);
+                        return -ENOMEM;
                 }
                 pids[n++] = pid;
         }

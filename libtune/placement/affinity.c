@@ -422,13 +422,20 @@ static int originals_claim(tune_affinity_originals *j, pid_t pid) {
         return 0;
 }
 
-/* What every apply does first: the originals are pid's, and a backend is picked. */
+/* What every apply does first: the originals are pid's, a backend is picked, and the
+ * counts go to *dummy when the caller wants none. */
 static int apply_prepare(const tune_ctx *ctx, const tune_affinity_backend **backend, pid_t pid,
-                         tune_affinity_originals *originals) {
+                         tune_affinity_originals *originals, tune_affinity_stats **stats,
+                         tune_affinity_stats *dummy) {
         int r = originals_claim(originals, pid);
         if (r < 0)
                 return r;
-        return pick_backend(ctx, backend);
+        r = pick_backend(ctx, backend);
+        if (r < 0)
+                return r;
+        if (!*stats)
+                *stats = dummy;
+        return 0;
 }
 
 int tune_affinity_apply(const tune_ctx *ctx, const tune_affinity_backend *backend, pid_t pid,
@@ -441,11 +448,9 @@ int tune_affinity_apply(const tune_ctx *ctx, const tune_affinity_backend *backen
 
         if (!choose || !originals)
                 return -EINVAL;
-        r = apply_prepare(ctx, &backend, pid, originals);
+        r = apply_prepare(ctx, &backend, pid, originals, &stats, &dummy);
         if (r < 0)
                 return r;
-        if (!stats)
-                stats = &dummy;
         /* The main thread first, before any listing: it is the one a new process's first
          * pin should not wait for, and threads it starts from then on inherit its set. */
         done = malloc(sizeof *done);
@@ -512,11 +517,9 @@ int tune_affinity_apply_known(const tune_ctx *ctx, const tune_affinity_backend *
 
         if (!choose || !originals || (n_threads > 0 && !threads))
                 return -EINVAL;
-        r = apply_prepare(ctx, &backend, pid, originals);
+        r = apply_prepare(ctx, &backend, pid, originals, &stats, &dummy);
         if (r < 0)
                 return r;
-        if (!stats)
-                stats = &dummy;
         stats->rounds++;
         /* The main thread first, as tune_affinity_apply() does: gone, the process is. */
         for (size_t i = 0; i < n_threads; i++)
@@ -555,11 +558,9 @@ int tune_affinity_apply_thread(const tune_ctx *ctx, const tune_affinity_backend 
 
         if (!choose || !originals || tid <= 0)
                 return -EINVAL;
-        r = apply_prepare(ctx, &backend, pid, originals);
+        r = apply_prepare(ctx, &backend, pid, originals, &stats, &dummy);
         if (r < 0)
                 return r;
-        if (!stats)
-                stats = &dummy;
         /* tid must be a thread of pid (a FORK event's child may already be gone and its
          * tid reused by an unrelated process): handle_thread() looks it up below
          * /proc/PID/task. */
@@ -603,6 +604,23 @@ int tune_affinity_check(const tune_ctx *ctx, const tune_affinity_backend *backen
         return 0;
 }
 
+/* A restore's get or set of one thread: true if it failed. A thread gone by now counts as
+ * vanished, not as an error; any other failure is counted and the first one kept, and the
+ * restore goes on with the other threads. */
+static bool restore_failed(int r, tune_affinity_stats *stats, int *first_error) {
+        if (r == -ESRCH) {
+                stats->vanished++;
+                return true;
+        }
+        if (r < 0) {
+                stats->failed++;
+                if (*first_error == 0)
+                        *first_error = r;
+                return true;
+        }
+        return false;
+}
+
 int tune_affinity_restore(const tune_ctx *ctx, const tune_affinity_backend *backend,
                           const tune_affinity_originals *originals, tune_affinity_stats *stats) {
         _cleanup_free_ pid_t *tids = NULL;
@@ -633,16 +651,8 @@ int tune_affinity_restore(const tune_ctx *ctx, const tune_affinity_backend *back
 
                 stats->seen++;
                 r = backend->get(backend->userdata, tids[i], &current);
-                if (r == -ESRCH) {
-                        stats->vanished++;
+                if (restore_failed(r, stats, &first_error))
                         continue;
-                }
-                if (r < 0) {
-                        stats->failed++;
-                        if (first_error == 0)
-                                first_error = r;
-                        continue;
-                }
                 if (e && !tune_cpuset_is_empty(&current) && tune_cpuset_is_subset(&current, &e->applied))
                         target = &e->original;
                 else if (!e && tune_affinity_originals_cover(originals, &current))
@@ -657,16 +667,8 @@ int tune_affinity_restore(const tune_ctx *ctx, const tune_affinity_backend *back
                         continue;
                 }
                 r = backend->set(backend->userdata, tids[i], target);
-                if (r == -ESRCH) {
-                        stats->vanished++;
+                if (restore_failed(r, stats, &first_error))
                         continue;
-                }
-                if (r < 0) {
-                        stats->failed++;
-                        if (first_error == 0)
-                                first_error = r;
-                        continue;
-                }
                 stats->set++;
         }
         return first_error;

@@ -4,15 +4,7 @@
 
 #include "npu-tuned/plan.h"
 
-static int add_set(json_object *o, const char *key, const tune_cpuset *s) {
-        _cleanup_free_ char *text = NULL;
-        json_object *v;
-        int r;
-
-        r = tune_cpuset_format_list(s, &text);
-        if (r < 0)
-                return r;
-        v = json_object_new_string(text);
+int tune_json_add(json_object *o, const char *key, json_object *v) {
         if (!v)
                 return -ENOMEM;
         if (json_object_object_add(o, key, v) < 0) {
@@ -22,14 +14,14 @@ static int add_set(json_object *o, const char *key, const tune_cpuset *s) {
         return 0;
 }
 
-int tune_json_add(json_object *o, const char *key, json_object *v) {
-        if (!v)
-                return -ENOMEM;
-        if (json_object_object_add(o, key, v) < 0) {
-                json_object_put(v);
-                return -ENOMEM;
-        }
-        return 0;
+static int add_set(json_object *o, const char *key, const tune_cpuset *s) {
+        _cleanup_free_ char *text = NULL;
+        int r;
+
+        r = tune_cpuset_format_list(s, &text);
+        if (r < 0)
+                return r;
+        return tune_json_add(o, key, json_object_new_string(text));
 }
 
 int tune_plan_to_json(const tune_plan *p, struct json_object **ret) {

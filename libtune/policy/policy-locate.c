@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "npu-tuned/parse.h"
 #include "policy-internal.h"
 
 typedef struct scanner {
@@ -19,16 +20,6 @@ typedef struct scanner {
 static void skip_ws(scanner *s) {
         while (s->pos < s->len && strchr(" \t\r\n", s->text[s->pos]) && s->text[s->pos])
                 s->pos++;
-}
-
-static int hexval(char c) {
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
 }
 
 static size_t put_utf8(char *out, uint32_t cp) {
@@ -59,7 +50,7 @@ static int read_hex4(scanner *s, uint32_t *ret) {
         if (s->pos + 4 > s->len)
                 return -EBADMSG;
         for (unsigned i = 0; i < 4; i++) {
-                int h = hexval(s->text[s->pos + i]);
+                int h = tune_parse_hex_digit(s->text[s->pos + i]);
                 if (h < 0)
                         return -EBADMSG;
                 v = v << 4 | (uint32_t) h;
@@ -179,6 +170,29 @@ static int report(scan_state *st, size_t offset, const char *msg) {
         return policy_error_add(st->errors, st->file, st->path ? st->path : "", line, column, false, "%s", msg);
 }
 
+/* After a member of an object or an element of an array, whose scan returned r: the path
+ * back to the container's (saved), then 1 when a ',' says another follows, 0 at the
+ * closing character, or r (< 0) or -EBADMSG. */
+static int after_value(scan_state *st, size_t saved, int r, char close) {
+        scanner *s = &st->s;
+
+        st->path_len = saved;
+        if (st->path)
+                st->path[saved] = 0;
+        if (r < 0)
+                return r;
+        skip_ws(s);
+        if (s->pos < s->len && s->text[s->pos] == ',') {
+                s->pos++;
+                return 1;
+        }
+        if (s->pos < s->len && s->text[s->pos] == close) {
+                s->pos++;
+                return 0;
+        }
+        return -EBADMSG;
+}
+
 static int scan_object(scan_state *st, unsigned depth) {
         scanner *s = &st->s;
         bool track = st->errors; /* false: only skip over the object */
@@ -208,16 +222,10 @@ static int scan_object(scan_state *st, unsigned depth) {
                 r = scan_string(s, track ? &key : NULL, &key_len);
                 if (r < 0)
                         goto out;
-                if (track && n >= cap) {
-                        size_t c = cap ? cap * 2 : 16;
-                        key_pos *k = realloc(keys, c * sizeof *k);
-                        if (!k) {
-                                free(key);
-                                r = -ENOMEM;
-                                goto out;
-                        }
-                        keys = k;
-                        cap = c;
+                if (track && TUNE_GROW(keys, cap, n, 16) < 0) {
+                        free(key);
+                        r = -ENOMEM;
+                        goto out;
                 }
                 if (track) {
                         keys[n++] = (key_pos){ key, key_len, key_offset };
@@ -231,23 +239,11 @@ static int scan_object(scan_state *st, unsigned depth) {
                         goto out;
                 }
                 s->pos++;
-                r = scan_value(st, depth + 1);
-                st->path_len = saved;
-                if (st->path)
-                        st->path[saved] = 0;
+                r = after_value(st, saved, scan_value(st, depth + 1), '}');
                 if (r < 0)
                         goto out;
-                skip_ws(s);
-                if (s->pos < s->len && s->text[s->pos] == ',') {
-                        s->pos++;
-                        continue;
-                }
-                if (s->pos < s->len && s->text[s->pos] == '}') {
-                        s->pos++;
+                if (r == 0)
                         break;
-                }
-                r = -EBADMSG;
-                goto out;
         }
         if (n > 1) {
                 qsort(keys, n, sizeof *keys, cmp_key_pos);
@@ -302,22 +298,9 @@ static int scan_array(scan_state *st, unsigned depth) {
                         if (r < 0)
                                 return r;
                 }
-                r = scan_value(st, depth + 1);
-                st->path_len = saved;
-                if (st->path)
-                        st->path[saved] = 0;
-                if (r < 0)
+                r = after_value(st, saved, scan_value(st, depth + 1), ']');
+                if (r <= 0)
                         return r;
-                skip_ws(s);
-                if (s->pos < s->len && s->text[s->pos] == ',') {
-                        s->pos++;
-                        continue;
-                }
-                if (s->pos < s->len && s->text[s->pos] == ']') {
-                        s->pos++;
-                        return 0;
-                }
-                return -EBADMSG;
         }
 }
 
@@ -402,6 +385,16 @@ static const char *next_component(const char *p, char *key, size_t key_size, lon
         return p + n;
 }
 
+/* Past one value, as scan_value() with no errors to report: false if it is not one. */
+static bool skip_value(scanner *s) {
+        scan_state st = { .s = *s };
+        int r = scan_value(&st, 1);
+
+        free(st.path);
+        s->pos = st.s.pos;
+        return r >= 0;
+}
+
 bool policy_locate(const char *text, size_t len, const char *key_path, int *ret_line, int *ret_column) {
         scanner s = { text, len, 0 };
         const char *p = key_path;
@@ -449,15 +442,8 @@ bool policy_locate(const char *text, size_t len, const char *key_path, int *ret_
                                         key_at = at;
                                         value_at = s.pos;
                                 }
-                                {
-                                        scan_state st = { .s = s };
-                                        if (scan_value(&st, 1) < 0) {
-                                                free(st.path);
-                                                return false;
-                                        }
-                                        free(st.path);
-                                        s.pos = st.s.pos;
-                                }
+                                if (!skip_value(&s))
+                                        return false;
                                 skip_ws(&s);
                                 if (s.pos < s.len && s.text[s.pos] == ',') {
                                         s.pos++;
@@ -479,13 +465,8 @@ bool policy_locate(const char *text, size_t len, const char *key_path, int *ret_
                                         return false;
                                 if (i == index)
                                         break;
-                                scan_state st = { .s = s };
-                                if (scan_value(&st, 1) < 0) {
-                                        free(st.path);
+                                if (!skip_value(&s))
                                         return false;
-                                }
-                                free(st.path);
-                                s.pos = st.s.pos;
                                 skip_ws(&s);
                                 if (s.pos >= s.len || s.text[s.pos] != ',')
                                         return false;

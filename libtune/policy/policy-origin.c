@@ -10,49 +10,6 @@
 
 #include "policy-internal.h"
 
-typedef int (*leaf_fn)(const struct tune_policy_sources *s, const char *merged_path, const char *display, void *userdata);
-
-/* Every leaf of the merged document (a scalar, or a list that is not merged by name),
- * comments and the version left out. */
-static int walk(const struct tune_policy_sources *s, json_object *o, unsigned depth, const char *parent,
-                const char *id_of_o, const char *merged_path, const char *display, leaf_fn fn, void *userdata) {
-        json_object_object_foreach(o, key, value) {
-                _cleanup_free_ char *mp = NULL, *dp = NULL;
-                const char *id_key = policy_list_id_key(depth, parent, key);
-                int r;
-
-                /* (an entry's name is in its display path already) */
-                if (streq(key, "comment") || (depth == 0 && streq(key, "version")) || (id_of_o && streq(key, id_of_o)))
-                        continue;
-                if (asprintf(&mp, "%s%s%s", merged_path, *merged_path ? "." : "", key) < 0 ||
-                    asprintf(&dp, "%s%s%s", display, *display ? "." : "", key) < 0)
-                        return -ENOMEM;
-                if (id_key && json_object_is_type(value, json_type_array)) {
-                        for (size_t i = 0; i < json_object_array_length(value); i++) {
-                                json_object *e = json_object_array_get_idx(value, i), *id = NULL;
-                                _cleanup_free_ char *emp = NULL, *edp = NULL;
-                                if (!json_object_is_type(e, json_type_object))
-                                        continue;
-                                (void) json_object_object_get_ex(e, id_key, &id);
-                                if (asprintf(&emp, "%s[%zu]", mp, i) < 0 ||
-                                    asprintf(&edp, "%s[%s]", dp, id ? json_object_get_string(id) : "?") < 0)
-                                        return -ENOMEM;
-                                r = walk(s, e, depth + 1, NULL, id_key, emp, edp, fn, userdata);
-                                if (r < 0)
-                                        return r;
-                        }
-                        continue;
-                }
-                if (json_object_is_type(value, json_type_object) && depth < TUNE_POLICY_DEPTH_MAX)
-                        r = walk(s, value, depth + 1, key, NULL, mp, dp, fn, userdata);
-                else
-                        r = fn(s, mp, dp, userdata);
-                if (r < 0)
-                        return r;
-        }
-        return 0;
-}
-
 static const char *value_text(json_object *v) {
         return json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
 }
@@ -93,19 +50,68 @@ static void setters_free(setter *l, unsigned n) {
         free(l);
 }
 
+/* A leaf's setters (n may be 0) are gathered here, once, for whichever callback looks at them. */
+typedef int (*leaf_fn)(const struct tune_policy_sources *s, const setter *l, unsigned n, const char *display,
+                       void *userdata);
+
+/* Every leaf of the merged document (a scalar, or a list that is not merged by name),
+ * comments and the version left out. */
+static int walk(const struct tune_policy_sources *s, json_object *o, unsigned depth, const char *parent,
+                const char *id_of_o, const char *merged_path, const char *display, leaf_fn fn, void *userdata) {
+        json_object_object_foreach(o, key, value) {
+                _cleanup_free_ char *mp = NULL, *dp = NULL;
+                const char *id_key = policy_list_id_key(depth, parent, key);
+                int r;
+
+                /* (an entry's name is in its display path already) */
+                if (streq(key, "comment") || (depth == 0 && streq(key, "version")) || (id_of_o && streq(key, id_of_o)))
+                        continue;
+                if (asprintf(&mp, "%s%s%s", merged_path, *merged_path ? "." : "", key) < 0 ||
+                    asprintf(&dp, "%s%s%s", display, *display ? "." : "", key) < 0)
+                        return -ENOMEM;
+                if (id_key && json_object_is_type(value, json_type_array)) {
+                        for (size_t i = 0; i < json_object_array_length(value); i++) {
+                                json_object *e = json_object_array_get_idx(value, i), *id = NULL;
+                                _cleanup_free_ char *emp = NULL, *edp = NULL;
+                                if (!json_object_is_type(e, json_type_object))
+                                        continue;
+                                (void) json_object_object_get_ex(e, id_key, &id);
+                                if (asprintf(&emp, "%s[%zu]", mp, i) < 0 ||
+                                    asprintf(&edp, "%s[%s]", dp, id ? json_object_get_string(id) : "?") < 0)
+                                        return -ENOMEM;
+                                r = walk(s, e, depth + 1, NULL, id_key, emp, edp, fn, userdata);
+                                if (r < 0)
+                                        return r;
+                        }
+                        continue;
+                }
+                if (json_object_is_type(value, json_type_object) && depth < TUNE_POLICY_DEPTH_MAX)
+                        r = walk(s, value, depth + 1, key, NULL, mp, dp, fn, userdata);
+                else {
+                        setter *l = NULL;
+                        unsigned n = 0;
+
+                        r = setters_of(s, mp, &l, &n);
+                        if (r < 0)
+                                return r;
+                        r = fn(s, l, n, dp, userdata);
+                        setters_free(l, n);
+                }
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 static bool same_value(json_object *a, json_object *b) {
         return streq(value_text(a), value_text(b));
 }
 
-static int check_leaf(const struct tune_policy_sources *s, const char *merged_path, const char *display, void *userdata) {
+static int check_leaf(const struct tune_policy_sources *s, const setter *l, unsigned n, const char *display,
+                      void *userdata) {
         tune_policy_errors *errors = userdata;
-        setter *l = NULL;
-        unsigned n = 0;
-        int r;
+        int r = 0;
 
-        r = setters_of(s, merged_path, &l, &n);
-        if (r < 0)
-                return r;
         for (unsigned i = 0; r >= 0 && n > 1 && i + 1 < n; i++) {
                 const setter *lost = &l[i], *won = &l[n - 1];
                 if (s->items[lost->file].shipped || same_value(lost->value, won->value))
@@ -119,7 +125,6 @@ static int check_leaf(const struct tune_policy_sources *s, const char *merged_pa
                                      value_text(lost->value), value_text(won->value), s->items[won->file].name,
                                      won->line);
         }
-        setters_free(l, n);
         return r;
 }
 
@@ -134,25 +139,17 @@ typedef struct origins {
         unsigned n;
 } origins;
 
-static int origin_leaf(const struct tune_policy_sources *s, const char *merged_path, const char *display, void *userdata) {
+static int origin_leaf(const struct tune_policy_sources *s, const setter *l, unsigned n, const char *display,
+                       void *userdata) {
         origins *o = userdata;
         tune_policy_origin *x;
-        setter *l = NULL;
-        unsigned n = 0;
-        int r;
+        int r = 0;
 
-        r = setters_of(s, merged_path, &l, &n);
-        if (r < 0)
-                return r;
-        if (n == 0) {
-                setters_free(l, n);
+        if (n == 0)
                 return 0;
-        }
         x = reallocarray(o->items, o->n + 1, sizeof *x);
-        if (!x) {
-                setters_free(l, n);
+        if (!x)
                 return -ENOMEM;
-        }
         o->items = x;
         x = &o->items[o->n++];
         *x = (tune_policy_origin){
@@ -179,7 +176,6 @@ static int origin_leaf(const struct tune_policy_sources *s, const char *merged_p
                 if (!x->overridden)
                         r = -ENOMEM;
         }
-        setters_free(l, n);
         if (!x->key_path || !x->value)
                 return -ENOMEM;
         return r;

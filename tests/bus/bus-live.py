@@ -56,10 +56,7 @@ try:
     policy_dir, state_dir = os.path.join(tmp, "policies"), os.path.join(tmp, "state")
     os.mkdir(policy_dir)
     os.mkdir(state_dir, 0o700)
-    path = os.path.join(policy_dir, "test.json")
-    with open(path, "w") as f:
-        json.dump(livetest.placing_policy("bus-live: threads-target by role"), f)
-    os.chmod(path, 0o644)
+    path = livetest.write_policy(policy_dir, livetest.placing_policy("bus-live: threads-target by role"))
     daemon = buslib.start_daemon(bus, npu_tuned, policy_dir, state_dir, log_path)
     mon = bus.monitor()
     original = livetest.allowed(os.getpid(), os.getpid())
@@ -176,12 +173,7 @@ try:
     daemon.send_signal(signal.SIGTERM)
     expect(daemon.wait(10) == 0, "npu-tuned exited 0 on SIGTERM")
 finally:
-    if target:
-        target.kill()
-        target.wait()
-    if daemon and daemon.poll() is None:
-        daemon.kill()
-        daemon.wait()
+    livetest.kill_all(target, daemon)
     print("--- daemon log ---")
     print(open(log_path).read() if os.path.exists(log_path) else "")
     bus.close()

@@ -154,6 +154,21 @@ def strace_attached(pid, *args):
     return tracer
 
 
+def end_traced(tracer, child, run):
+    """The end of a traced case, whatever happened: the tracer (None: not started), the
+    gated child (None: none), then the run."""
+    if tracer:
+        tracer.kill()
+        tracer.wait()
+    if child:
+        try:
+            os.kill(child, signal.SIGKILL)
+            os.waitpid(child, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+    run.close()
+
+
 with tempfile.TemporaryDirectory(dir="/var/tmp") as tmp:
     run = livetest.Run(npu_tuned, target_bin, policy, tmp)
     tracer = None
@@ -180,10 +195,7 @@ with tempfile.TemporaryDirectory(dir="/var/tmp") as tmp:
                 fail(f"killed between a move's record and its set, then --restore: thread {tid} ({comm}) has {sorted(a)}")
         print("ok: killed between a move's record and its set, then --restore: every thread back on its original")
     finally:
-        if tracer:
-            tracer.kill()
-            tracer.wait()
-        run.close()
+        end_traced(tracer, None, run)
 # 5. One write per placement: the record lists the plan's role sets, so the threads placed
 # after the main thread (the burst, renames, a late one) need no write of their own.
 with tempfile.TemporaryDirectory(dir="/var/tmp") as tmp:
@@ -224,10 +236,7 @@ with tempfile.TemporaryDirectory(dir="/var/tmp") as tmp:
         print("ok: 6 threads placed in 2 roles, the record written once (created, no rename), listing the plan's sets; "
               "stat and status read once, the thread list never")
     finally:
-        if tracer:
-            tracer.kill()
-            tracer.wait()
-        run.close()
+        end_traced(tracer, None, run)
 # 6. The cgroup mount table (daemon/placement/process-cpuset.c) is read again only when the kernel
 # reports a change (POLLPRI on the open /proc/self/mounts): a second placement reads it not
 # at all, a placement after a mount reads it once more.
@@ -284,19 +293,6 @@ def gated_target():
         os.execv(target_bin, [target_bin, "--control", "2", "--compute", "2", "--timeout", "60"])
     os.close(go_r)
     return child, go_w
-
-
-def end_traced(tracer, child, run):
-    if tracer:
-        tracer.kill()
-        tracer.wait()
-    if child:
-        try:
-            os.kill(child, signal.SIGKILL)
-            os.waitpid(child, 0)
-        except (ProcessLookupError, ChildProcessError):
-            pass
-    run.close()
 
 
 # 7. Killed at the write of a first record: the record is created under its own name and

@@ -111,12 +111,7 @@ try:
         print("--- daemon log ---")
         print(open(log.name).read())
 finally:
-    if target:
-        target.kill()
-        target.wait()
-    if daemon and daemon.poll() is None:
-        daemon.kill()
-        daemon.wait()
+    livetest.kill_all(target, daemon)
     for _ in range(50):
         try:
             os.rmdir(cg)

@@ -33,19 +33,25 @@ def wait_placed(pid, n_threads, timeout=10.0):
     return livetest.wait_placed(pid, n_threads, control_cpu, compute_cpu, timeout)
 
 
-with tempfile.TemporaryDirectory() as tmp:
+policy = placing_policy("daemon-live: place threads-target on node 0 by role, no host knobs")
+
+
+def start_daemon(tmp, state_dir, *flags):
+    """npu-tuned with the test policy in tmp/policies: that directory, the policy file's
+    path, its log (tmp/daemon.log, open for reading too) and the daemon."""
     policy_dir = os.path.join(tmp, "policies")
-    state_dir = os.path.join(tmp, "state")
     os.mkdir(policy_dir)
-    os.mkdir(state_dir, 0o700)
-    policy = placing_policy("daemon-live: place threads-target on node 0 by role, no host knobs")
-    path = os.path.join(policy_dir, "test.json")
-    with open(path, "w") as f:
-        json.dump(policy, f)
-    os.chmod(path, 0o644)
+    path = livetest.write_policy(policy_dir, policy)
     log = open(os.path.join(tmp, "daemon.log"), "w+")
-    daemon = subprocess.Popen([npu_tuned, "--policy-dir", policy_dir, "--state-dir", state_dir, "-v"],
+    daemon = subprocess.Popen([npu_tuned, "--policy-dir", policy_dir, "--state-dir", state_dir, *flags],
                               stdout=log, stderr=subprocess.STDOUT)
+    return policy_dir, path, log, daemon
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    state_dir = os.path.join(tmp, "state")
+    os.mkdir(state_dir, 0o700)
+    policy_dir, path, log, daemon = start_daemon(tmp, state_dir, "-v")
     target = None
     try:
         deadline = time.monotonic() + 10
@@ -126,27 +132,14 @@ with tempfile.TemporaryDirectory() as tmp:
                 fail(f"thread {tid} ({comm}) has {sorted(a)} after stop, want the original {sorted(original)}")
         print(f"ok: all threads back on their original CPUs {sorted(original)}")
     finally:
-        if target:
-            target.kill()
-            target.wait()
-        if daemon.poll() is None:
-            daemon.kill()
-            daemon.wait()
+        livetest.kill_all(target, daemon)
         log.seek(0)
         print("--- daemon log ---")
         print(log.read())
 
 # --dry-run --follow: the same policy, the plan is logged, no thread is touched.
 with tempfile.TemporaryDirectory() as tmp:
-    policy_dir = os.path.join(tmp, "policies")
-    os.mkdir(policy_dir)
-    path = os.path.join(policy_dir, "test.json")
-    with open(path, "w") as f:
-        json.dump(policy, f)
-    os.chmod(path, 0o644)
-    log = open(os.path.join(tmp, "daemon.log"), "w+")
-    daemon = subprocess.Popen([npu_tuned, "--policy-dir", policy_dir, "--state-dir", tmp, "--dry-run", "--follow"],
-                              stdout=log, stderr=subprocess.STDOUT)
+    _, _, log, daemon = start_daemon(tmp, tmp, "--dry-run", "--follow")
     target = None
     try:
         deadline = time.monotonic() + 10
@@ -172,10 +165,5 @@ with tempfile.TemporaryDirectory() as tmp:
         if daemon.wait(10) != 0:
             fail("dry-run daemon did not stop cleanly")
     finally:
-        if target:
-            target.kill()
-            target.wait()
-        if daemon.poll() is None:
-            daemon.kill()
-            daemon.wait()
+        livetest.kill_all(target, daemon)
 print("daemon-live: all passed")

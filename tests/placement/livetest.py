@@ -114,6 +114,25 @@ def placing_policy(comment, user="root"):
     }
 
 
+def write_policy(policy_dir, policy):
+    """policy as policy_dir/test.json, 0644 whatever the umask (the daemon refuses a policy
+    file others may write); returns its path, for a test that rewrites it."""
+    path = os.path.join(policy_dir, "test.json")
+    with open(path, "w") as f:
+        json.dump(policy, f)
+    os.chmod(path, 0o644)
+    return path
+
+
+def kill_all(*procs):
+    """Kills and reaps each of procs that is still running (None: one never started): the
+    cleanup a live test does whatever happened."""
+    for p in procs:
+        if p and p.poll() is None:
+            p.kill()
+            p.wait()
+
+
 class Run:
     """A temporary policy and state directory, daemons started in them, one target."""
 
@@ -124,10 +143,7 @@ class Run:
         self.state_dir = os.path.join(tmp, "state")
         os.mkdir(self.policy_dir)
         os.mkdir(self.state_dir, 0o700)
-        path = os.path.join(self.policy_dir, "test.json")
-        with open(path, "w") as f:
-            json.dump(policy, f)
-        os.chmod(path, 0o644)
+        write_policy(self.policy_dir, policy)
         self.log = open(os.path.join(tmp, "daemon.log"), "w+")
         self.daemon = None
         self.target = None
