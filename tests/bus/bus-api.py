@@ -30,16 +30,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "knobs"))
 import buslib  # noqa: E402
 import knobtest  # noqa: E402
-from buslib import IFACE, fail  # noqa: E402
+from buslib import IFACE, expect, fail  # noqa: E402
 
 npu_tuned, tunectl = sys.argv[1], sys.argv[2]
 buslib.require_tools()
-
-
-def expect(cond, what):
-    if not cond:
-        fail(what)
-    print(f"ok: {what}")
 
 
 def tunectl_run(bus, *args, run_as=None):

@@ -35,17 +35,11 @@ sys.path.insert(0, here)
 sys.path.insert(0, os.path.join(here, "..", "placement"))
 import buslib  # noqa: E402
 import livetest  # noqa: E402
-from buslib import fail  # noqa: E402
+from buslib import expect, fail  # noqa: E402
 
 npu_tuned, tunectl, target_bin = sys.argv[1:4]
 buslib.require_tools()
 control_cpu, compute_cpu = livetest.require_root_and_two_cpus()
-
-
-def expect(cond, what):
-    if not cond:
-        fail(what)
-    print(f"ok: {what}")
 
 
 tmp = tempfile.mkdtemp(prefix="npu-bus-live-")

@@ -24,19 +24,13 @@ sys.path.insert(0, here)
 sys.path.insert(0, os.path.join(here, "..", "placement"))
 import buslib  # noqa: E402
 import livetest  # noqa: E402
-from buslib import fail  # noqa: E402
+from buslib import expect, fail  # noqa: E402
 
 npu_tuned, tunectl, target_bin = (os.path.abspath(a) for a in sys.argv[1:4])
 buslib.require_tools()
 livetest.require_root_and_two_cpus()
 if not shutil.which("unshare"):
     buslib.skip("unshare(1) is not installed (util-linux)")
-
-
-def expect(cond, what):
-    if not cond:
-        fail(what)
-    print(f"ok: {what}")
 
 
 def listed(bus, run_as=None):

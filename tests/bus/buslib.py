@@ -50,6 +50,13 @@ def start_daemon(bus, npu_tuned, policy_dir, state_dir, log_path, wrap=()):
     fail(f"npu-tuned did not become ready:\n{open(log_path).read()}")
 
 
+def expect(cond, what):
+    """Fail with what, or print it as passed."""
+    if not cond:
+        fail(what)
+    print(f"ok: {what}")
+
+
 def require_tools():
     for tool in ("dbus-daemon", "busctl", "dbus-send", "dbus-monitor", "setpriv"):
         if not shutil.which(tool):
