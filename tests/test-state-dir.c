@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "npu-tuned/state-file.h"
+#include "released-list.h"
 #include "state-owner.h"
 
 static char dir[64];
@@ -83,11 +84,39 @@ static void test_missing_dir_created(void **state) {
         assert_int_equal(rmdir(sub), 0);
 }
 
+/* The processes Release() let go of, kept across a restart: parsed leniently (a bad line
+ * costs one entry), written whole, removed when empty. */
+static void test_released_list(void **state) {
+        _cleanup_free_ released_process *l = NULL;
+        char path[128];
+        size_t n;
+
+        assert_int_equal(released_list_parse("12 345\nbad\n-3 4\n14 5 extra\n15 678\n", &l, &n), 0);
+        assert_int_equal(n, 2);
+        assert_int_equal(l[0].pid, 12);
+        assert_int_equal(l[0].start_time, 345);
+        assert_int_equal(l[1].pid, 15);
+        free(TAKE_PTR(l));
+        assert_int_equal(released_list_load(dir, &l, &n), 0);
+        assert_int_equal(n, 0);
+        free(TAKE_PTR(l));
+        assert_int_equal(released_list_add(dir, 100, 1000), 0);
+        assert_int_equal(released_list_add(dir, 200, 2000), 0);
+        assert_int_equal(released_list_load(dir, &l, &n), 0);
+        assert_int_equal(n, 2);
+        assert_int_equal(l[1].pid, 200);
+        assert_int_equal(l[1].start_time, 2000);
+        assert_int_equal(released_list_save(dir, l, 0), 0);
+        snprintf(path, sizeof path, "%s/" RELEASED_LIST_FILE, dir);
+        assert_int_equal(access(path, F_OK), -1);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_one_owner, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_lock_file, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_missing_dir_created, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_released_list, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

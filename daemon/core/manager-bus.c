@@ -21,6 +21,7 @@
 #include "npu-tuned/thread-role.h"
 #include "placement.h"
 #include "print-topology.h"
+#include "released-list.h"
 #include "reaction-time.h"
 #include "watcher.h"
 
@@ -461,9 +462,17 @@ static int method_release(sd_bus_message *msg, void *userdata, sd_bus_error *err
         }
         log_info("Releasing pid %u (D-Bus Release()): its original CPU affinity back, not managed until it execs again.",
                  pid);
+        uint64_t start_time = watcher_find(m->watcher, (pid_t) pid)->start_time;
         r = watcher_release_pid(m->watcher, (pid_t) pid);
         if (r < 0)
                 return sd_bus_error_setf(error, NPU_BUS_ERROR_NOT_MANAGED, "Process %u is not managed by npu-tuned.", pid);
+        /* Kept across a restart of the daemon, which is no exec of the process. */
+        if (state_dir_locked(m->state_dir)) {
+                r = released_list_add(state_dir_path(m->state_dir), (pid_t) pid, start_time);
+                if (r < 0)
+                        log_warning_errno(r, "Failed to keep pid %u's release in %s (a restart may manage it again): %m",
+                                          pid, state_dir_path(m->state_dir));
+        }
         return sd_bus_reply_method_return(msg, NULL);
 }
 

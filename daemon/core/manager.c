@@ -15,6 +15,7 @@
 #include "npu-tuned/state-dir.h"
 #include "npu-tuned/policy.h"
 #include "placement.h"
+#include "released-list.h"
 #include "restore.h"
 #include "watcher.h"
 
@@ -85,6 +86,28 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
         return sd_event_exit(m->event, 0);
 }
 
+/* Processes D-Bus Release() let go of before a restart stay released (a restart is no
+ * exec); the list keeps only those still running. */
+static void manager_keep_released(Manager *m) {
+        _cleanup_free_ released_process *l = NULL;
+        size_t n = 0, kept = 0;
+        int r;
+
+        r = released_list_load(state_dir_path(m->state_dir), &l, &n);
+        if (r < 0) {
+                log_warning_errno(r, "Failed to read the released processes in %s, ignoring: %m",
+                                  state_dir_path(m->state_dir));
+                return;
+        }
+        for (size_t i = 0; i < n; i++)
+                if (watcher_keep_released(m->watcher, l[i].pid, l[i].start_time) >= 0)
+                        l[kept++] = l[i];
+        if (kept > 0)
+                log_info("%zu process(es) released before the restart stay released until they exec again.", kept);
+        if (kept != n)
+                (void) released_list_save(state_dir_path(m->state_dir), l, kept);
+}
+
 static int manager_start_watcher(Manager *m) {
         const struct tune_policy *policy = m->policy;
         watcher_params params;
@@ -118,6 +141,8 @@ static int manager_start_watcher(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the process watcher: %m");
         placement_attach_watcher(m->placement, m->watcher);
+        if (!manager_dry_run(m) && state_dir_locked(m->state_dir))
+                manager_keep_released(m);
         return watcher_start(m->watcher);
 }
 

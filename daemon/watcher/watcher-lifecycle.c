@@ -305,3 +305,20 @@ const char *watcher_unmanaged_reason(Watcher *w, pid_t pid) {
         return "not managed yet: the watcher has not looked at it as it is now (a rescan, a rename or an exec will), "
                "or its user is over its share of max_managed_processes";
 }
+
+int watcher_keep_released(Watcher *w, pid_t pid, uint64_t start_time) {
+        tune_proc_status status;
+        tune_proc_stat st;
+        Entry *e;
+
+        if (tune_proc_read_stat(w->ctx, pid, &st) < 0 || st.start_time != start_time ||
+            tune_proc_read_status(w->ctx, pid, &status) < 0)
+                return -ESRCH;
+        if (registry_get(w->registry, pid))
+                return -EEXIST;
+        e = entry_new(w, pid, st.start_time, st.ppid, status.ruid, false, false);
+        if (!e)
+                return -ENOMEM;
+        e->released = true;
+        return 0;
+}

@@ -130,6 +130,10 @@ void watcher_get_stats(const Watcher *w, watcher_stats *ret);
 /* The pids of the managed processes, sorted (for listings: look each up with
  * watcher_find(), which skips one that exited meanwhile). The caller frees *ret. */
 int watcher_managed_pids(Watcher *w, pid_t **ret, size_t *ret_n);
+/* Before watcher_start(): pid (if it is still the process that began at start_time) was
+ * released by a previous run and stays so until it execs again. -ESRCH: not that process. */
+int watcher_keep_released(Watcher *w, pid_t pid, uint64_t start_time);
+
 /* Why a process a rule matches is not managed, in words for explain: released (Release(),
  * until it execs again), refused for a full table, over its user's share, or "" when the
  * watcher has no such word for it (it was not looked at as it is now). */

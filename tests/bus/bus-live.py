@@ -13,7 +13,8 @@ Cpus_allowed_list), not only against the daemon:
     not yours, whether it is managed or not;
   - Reload() with the same rules: PolicyReloaded(true), no ProcessReleased, the same CPUs;
   - Release() as nobody: AccessDenied, nothing moves; as root: every thread back on its
-    original CPUs, ProcessReleased, and a Rescan() does not take it back;
+    original CPUs, ProcessReleased, and neither a Rescan() nor a restart of the daemon
+    takes it back;
   - a process whose comm is not UTF-8 and holds terminal escapes: ListProcesses() and
     Explain() still answer every caller, with the comm escaped, and npu-tunectl's table
     sends no control character to the terminal;
@@ -139,6 +140,15 @@ try:
     time.sleep(0.3)
     expect(bus.get("ManagedProcesses") == "u 0" and all(a == original for _, a in livetest.affinities(target.pid).values()),
            "after Rescan() the released process stays released")
+    # A restart of the daemon is no exec of the process: it stays released.
+    daemon.send_signal(signal.SIGTERM)
+    expect(daemon.wait(10) == 0, "npu-tuned exited 0 on SIGTERM (to restart)")
+    os.unlink(state_dir + ".notify")
+    daemon = buslib.start_daemon(bus, npu_tuned, policy_dir, state_dir, log_path + ".2")
+    time.sleep(0.3)
+    expect(bus.get("ManagedProcesses") == "u 0" and all(a == original for _, a in livetest.affinities(target.pid).values())
+           and "stay released until they exec again" in open(log_path + ".2").read(),
+           "after a restart of the daemon the released process stays released")
 
     # Another process names itself with bytes that are not UTF-8 and a terminal escape
     # (its comm is the name it was run by): the API keeps working for everyone.
