@@ -138,7 +138,8 @@ int tune_proc_read_cmdline(const tune_ctx *ctx, pid_t pid, char **ret) {
         r = pid_path(path, sizeof path, pid, 0, "cmdline");
         if (r < 0)
                 return r;
-        r = tune_read_prefix(ctx, path, TUNE_CMDLINE_MAX, &raw, &len, NULL);
+        /* Takes the process's mmap_lock: through the slow reader (context.h). */
+        r = tune_read_slow(ctx, pid, path, TUNE_CMDLINE_MAX, &raw, &len, NULL);
         if (r < 0)
                 return r;
         return tune_cmdline_join(raw, len, ret);
@@ -152,7 +153,7 @@ int tune_proc_read_environ(const tune_ctx *ctx, pid_t pid, char **ret, size_t *r
         r = pid_path(path, sizeof path, pid, 0, "environ");
         if (r < 0)
                 return r;
-        r = tune_read_prefix(ctx, path, TUNE_ENVIRON_MAX, ret, ret_len, &truncated);
+        r = tune_read_slow(ctx, pid, path, TUNE_ENVIRON_MAX, ret, ret_len, &truncated);
         if (r < 0)
                 return r;
         if (ret_truncated)
