@@ -1,0 +1,560 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The worker pool of proc-guard.h: bounded threads, a deadline per read, written-off
+ * workers that clean up after themselves, and processes backed off after a timeout. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "npu-tuned/proc.h"
+#include "proc-guard.h"
+
+/* Small: a worker reads a file or makes one system call. */
+#define WORKER_STACK (256u * 1024u)
+
+typedef struct Task {
+        struct Task *next;
+        proc_guard_fn fn;
+        void (*free_job)(void *job);
+        void *job;
+        uid_t uid;
+        long r;
+        bool done, abandoned;
+} Task;
+
+typedef struct Unreadable {
+        pid_t pid;
+        uint64_t start_time;
+        uint64_t until; /* CLOCK_MONOTONIC µs */
+} Unreadable;
+
+typedef struct StuckUid {
+        uid_t uid;
+        unsigned n;
+} StuckUid;
+
+struct ProcGuard {
+        pthread_mutex_t lock;
+        pthread_cond_t work; /* a task queued, or closing */
+        pthread_cond_t done; /* a task done */
+        tune_ctx *ctx;       /* the workers' own */
+        Task *queue, **queue_tail;
+        unsigned n_threads, n_busy, n_queued;
+        unsigned n_stuck;
+        StuckUid stuck[PROC_GUARD_WORKERS];
+        bool closing;
+        /* Used by the callers only (the loop thread), not the workers. */
+        Unreadable unreadable[PROC_GUARD_UNREADABLE_MAX];
+        unsigned n_unreadable;
+        tune_memmove_backend memmove;
+};
+
+static uint64_t now_usec(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
+}
+
+static void guard_destroy(ProcGuard *g) {
+        pthread_cond_destroy(&g->work);
+        pthread_cond_destroy(&g->done);
+        pthread_mutex_destroy(&g->lock);
+        tune_ctx_free(g->ctx);
+        free(g);
+}
+
+static StuckUid *stuck_of(ProcGuard *g, uid_t uid) {
+        for (unsigned i = 0; i < ELEMENTSOF(g->stuck); i++)
+                if (g->stuck[i].n > 0 && g->stuck[i].uid == uid)
+                        return &g->stuck[i];
+        return NULL;
+}
+
+/* Under the lock: a written-off task of uid, or one that came back. */
+static void stuck_add(ProcGuard *g, uid_t uid) {
+        StuckUid *s = stuck_of(g, uid);
+
+        for (unsigned i = 0; !s && i < ELEMENTSOF(g->stuck); i++)
+                if (g->stuck[i].n == 0)
+                        s = &g->stuck[i];
+        /* Never full: there are no more written-off tasks than workers. */
+        s->uid = uid;
+        s->n++;
+        g->n_stuck++;
+}
+
+static void stuck_remove(ProcGuard *g, uid_t uid) {
+        StuckUid *s = stuck_of(g, uid);
+
+        if (s) {
+                s->n--;
+                g->n_stuck--;
+        }
+}
+
+static void *worker(void *userdata) {
+        ProcGuard *g = userdata;
+        bool last;
+
+        pthread_mutex_lock(&g->lock);
+        for (;;) {
+                Task *t;
+
+                while (!g->queue && !g->closing)
+                        pthread_cond_wait(&g->work, &g->lock);
+                if (!g->queue)
+                        break; /* closing */
+                t = g->queue;
+                g->queue = t->next;
+                if (!g->queue)
+                        g->queue_tail = &g->queue;
+                g->n_queued--;
+                g->n_busy++;
+                pthread_mutex_unlock(&g->lock);
+
+                long r = t->fn(t->job, g->ctx);
+
+                pthread_mutex_lock(&g->lock);
+                g->n_busy--;
+                if (t->abandoned) {
+                        /* The caller gave up on it: nobody wants the result. */
+                        stuck_remove(g, t->uid);
+                        if (t->free_job)
+                                t->free_job(t->job);
+                        free(t);
+                } else {
+                        t->r = r;
+                        t->done = true;
+                        pthread_cond_broadcast(&g->done);
+                }
+        }
+        g->n_threads--;
+        last = g->n_threads == 0;
+        pthread_mutex_unlock(&g->lock);
+        if (last)
+                guard_destroy(g);
+        return NULL;
+}
+
+/* Under the lock: a new worker, detached, with every signal blocked (the loop takes them
+ * from its signalfd; a worker must never run a handler). */
+static int start_worker(ProcGuard *g) {
+        pthread_attr_t attr;
+        sigset_t all, old;
+        pthread_t t;
+        int r;
+
+        r = pthread_attr_init(&attr);
+        if (r != 0)
+                return -r;
+        (void) pthread_attr_setstacksize(&attr, WORKER_STACK);
+        (void) pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        r = pthread_create(&t, &attr, worker, g);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        pthread_attr_destroy(&attr);
+        if (r != 0)
+                return -r;
+        g->n_threads++;
+        return 0;
+}
+
+int proc_guard_new(const tune_ctx *ctx, ProcGuard **ret) {
+        ProcGuard *g;
+        pthread_condattr_t ca;
+        int r;
+
+        g = calloc(1, sizeof *g);
+        if (!g)
+                return -ENOMEM;
+        r = tune_ctx_new(tune_ctx_root(ctx), &g->ctx);
+        if (r < 0) {
+                free(g);
+                return r;
+        }
+        pthread_mutex_init(&g->lock, NULL);
+        pthread_cond_init(&g->work, NULL);
+        /* The deadline is on the monotonic clock: a clock set back must not stretch it. */
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&g->done, &ca);
+        pthread_condattr_destroy(&ca);
+        g->queue_tail = &g->queue;
+        *ret = g;
+        return 0;
+}
+
+ProcGuard *proc_guard_free(ProcGuard *g) {
+        bool now;
+
+        if (!g)
+                return NULL;
+        pthread_mutex_lock(&g->lock);
+        g->closing = true;
+        pthread_cond_broadcast(&g->work);
+        now = g->n_threads == 0;
+        pthread_mutex_unlock(&g->lock);
+        /* Otherwise the last worker to return destroys it (worker()). */
+        if (now)
+                guard_destroy(g);
+        return NULL;
+}
+
+void proc_guard_counts(ProcGuard *g, unsigned *ret_threads, unsigned *ret_stuck) {
+        pthread_mutex_lock(&g->lock);
+        *ret_threads = g->n_threads;
+        *ret_stuck = g->n_stuck;
+        pthread_mutex_unlock(&g->lock);
+}
+
+/* The owner of /proc/PID (its effective uid), from the directory: no read of the
+ * process's memory. (uid_t) -1 when it cannot be told. */
+static uid_t owner_of(ProcGuard *g, pid_t pid) {
+        _cleanup_close_ int fd = -EBADF;
+        char path[32];
+        struct stat st;
+
+        if (tune_path(path, sizeof path, "/proc/%d", (int) pid) < 0)
+                return (uid_t) -1;
+        fd = tune_open(g->ctx, path, O_PATH | O_DIRECTORY, 0);
+        if (fd < 0 || fstat(fd, &st) < 0)
+                return (uid_t) -1;
+        return st.st_uid;
+}
+
+static Unreadable *unreadable_of(ProcGuard *g, pid_t pid) {
+        for (unsigned i = 0; i < g->n_unreadable; i++)
+                if (g->unreadable[i].pid == pid)
+                        return &g->unreadable[i];
+        return NULL;
+}
+
+/* Whether pid is backed off now: the same process (start time), its time not over. */
+static bool backed_off(ProcGuard *g, pid_t pid) {
+        Unreadable *u = unreadable_of(g, pid);
+        tune_proc_stat st;
+
+        if (!u)
+                return false;
+        /* stat takes no mmap_lock: it stays fast when the process holds its map. */
+        if (now_usec() < u->until && tune_proc_read_stat(g->ctx, pid, &st) >= 0 && st.start_time == u->start_time)
+                return true;
+        *u = g->unreadable[--g->n_unreadable];
+        return false;
+}
+
+static void back_off(ProcGuard *g, pid_t pid, unsigned timeout_ms, const char *what) {
+        Unreadable *u = unreadable_of(g, pid);
+        tune_proc_stat st;
+
+        if (tune_proc_read_stat(g->ctx, pid, &st) < 0)
+                return; /* gone */
+        if (!u) {
+                if (g->n_unreadable < ELEMENTSOF(g->unreadable))
+                        u = &g->unreadable[g->n_unreadable++];
+                else {
+                        /* Full: forget the one whose time is over first. */
+                        u = &g->unreadable[0];
+                        for (unsigned i = 1; i < g->n_unreadable; i++)
+                                if (g->unreadable[i].until < u->until)
+                                        u = &g->unreadable[i];
+                }
+        }
+        *u = (Unreadable) { .pid = pid, .start_time = st.start_time, .until = now_usec() + PROC_GUARD_BACKOFF_USEC };
+        /* Once per process: then it is backed off, and tried again after. */
+        log_warning("pid %d: reading %s took over %u ms (its memory map is held, maybe by a FUSE mount it serves): "
+                    "not placed, retried in %llu s.",
+                    pid, what, timeout_ms, (unsigned long long) (PROC_GUARD_BACKOFF_USEC / 1000000));
+}
+
+/* Under no lock: a job that was never run goes back to nobody. */
+static long not_run(void (*free_job)(void *job), void *job, long r) {
+        if (free_job)
+                free_job(job);
+        return r;
+}
+
+long proc_guard_run(ProcGuard *g, pid_t pid, unsigned timeout_ms, const char *what, proc_guard_fn fn,
+                    void (*free_job)(void *job), void *job, bool *ret_done) {
+        struct timespec deadline;
+        char name[64];
+        StuckUid *s;
+        Task *t;
+        uid_t uid;
+        long r;
+
+        /* Our copy: `what` may live in the job, which a written-off worker frees. */
+        snprintf(name, sizeof name, "%s", what);
+        what = name;
+        *ret_done = false;
+        if (backed_off(g, pid))
+                return not_run(free_job, job, -ETIMEDOUT);
+        uid = owner_of(g, pid);
+        t = calloc(1, sizeof *t);
+        if (!t)
+                return not_run(free_job, job, -ENOMEM);
+        *t = (Task) { .fn = fn, .free_job = free_job, .job = job, .uid = uid };
+
+        pthread_mutex_lock(&g->lock);
+        s = stuck_of(g, uid);
+        if (s && s->n >= PROC_GUARD_STUCK_PER_UID) {
+                unsigned n = s->n;
+                pthread_mutex_unlock(&g->lock);
+                free(t);
+                log_debug("pid %d: %u reads of uid %u's processes are stuck, not reading %s.", pid, n,
+                          (unsigned) uid, what);
+                return not_run(free_job, job, -EBUSY);
+        }
+        if (g->n_threads - g->n_busy <= g->n_queued) {
+                r = g->n_threads < PROC_GUARD_WORKERS ? start_worker(g) : -EBUSY;
+                if (r < 0) {
+                        pthread_mutex_unlock(&g->lock);
+                        free(t);
+                        log_debug_errno((int) r, "pid %d: no worker to read %s: %m", pid, what);
+                        return not_run(free_job, job, r);
+                }
+        }
+        *g->queue_tail = t;
+        g->queue_tail = &t->next;
+        g->n_queued++;
+        pthread_cond_signal(&g->work);
+
+        clock_gettime(CLOCK_MONOTONIC, &deadline);
+        deadline.tv_sec += timeout_ms / 1000;
+        deadline.tv_nsec += (long) (timeout_ms % 1000) * 1000000L;
+        if (deadline.tv_nsec >= 1000000000L) {
+                deadline.tv_sec++;
+                deadline.tv_nsec -= 1000000000L;
+        }
+        while (!t->done)
+                if (pthread_cond_timedwait(&g->done, &g->lock, &deadline) == ETIMEDOUT)
+                        break;
+        if (!t->done) {
+                /* Written off: the worker frees the task and the job when fn returns. A
+                 * task still queued counts too: a worker is on its way to it. */
+                t->abandoned = true;
+                stuck_add(g, uid);
+                pthread_mutex_unlock(&g->lock);
+                back_off(g, pid, timeout_ms, what);
+                return -ETIMEDOUT;
+        }
+        pthread_mutex_unlock(&g->lock);
+        r = t->r;
+        free(t);
+        *ret_done = true;
+        return r;
+}
+
+/* ---- the slow reader of libtune (tune_read_slow()) ---- */
+
+typedef struct ReadJob {
+        char path[64];
+        size_t max;
+        char *text;
+        size_t len;
+        bool truncated;
+} ReadJob;
+
+static void read_job_free(void *userdata) {
+        ReadJob *j = userdata;
+
+        free(j->text);
+        free(j);
+}
+
+static long read_job_run(void *userdata, const tune_ctx *ctx) {
+        ReadJob *j = userdata;
+
+        return tune_read_prefix(ctx, j->path, j->max, &j->text, &j->len, &j->truncated);
+}
+
+static int slow_read(void *userdata, const tune_ctx *ctx, pid_t pid, const char *path, size_t max, char **ret,
+                     size_t *ret_len, bool *ret_truncated) {
+        ProcGuard *g = userdata;
+        ReadJob *j;
+        bool done;
+        long r;
+
+        (void) ctx; /* the workers read through the guard's own */
+        j = calloc(1, sizeof *j);
+        if (!j)
+                return -ENOMEM;
+        if (strlen(path) >= sizeof j->path) {
+                free(j);
+                return -ENAMETOOLONG;
+        }
+        strcpy(j->path, path);
+        j->max = max;
+        r = proc_guard_run(g, pid, PROC_GUARD_READ_TIMEOUT_MS, j->path, read_job_run, read_job_free, j, &done);
+        if (!done)
+                return (int) r; /* j is the guard's */
+        if (r >= 0) {
+                *ret = TAKE_PTR(j->text);
+                if (ret_len)
+                        *ret_len = j->len;
+                if (ret_truncated)
+                        *ret_truncated = j->truncated;
+        }
+        read_job_free(j);
+        return (int) r;
+}
+
+void proc_guard_install(ProcGuard *g, tune_ctx *ctx) {
+        tune_ctx_set_slow_reader(ctx, slow_read, g);
+}
+
+/* ---- the memory backend: the kernel's, each call on a worker ----
+ *
+ * A job owns copies of what the call reads and writes: a written-off worker may write its
+ * status array long after the session that asked has been freed. */
+
+typedef struct MemJob {
+        pid_t pid;
+        enum { MEM_MIGRATE, MEM_MOVE, MEM_PRESENT, MEM_FLAGS } op;
+        unsigned long old_nodes[TUNE_MEMMOVE_NODEMASK_BITS / (8 * sizeof(unsigned long))];
+        unsigned long new_nodes[TUNE_MEMMOVE_NODEMASK_BITS / (8 * sizeof(unsigned long))];
+        unsigned long count;
+        void **pages;
+        int *nodes, *status;
+        int flags;
+        uint64_t start, end, ret_start, ret_end;
+        uint64_t *page_flags;
+} MemJob;
+
+static void mem_job_free(void *userdata) {
+        MemJob *j = userdata;
+
+        free(j->pages);
+        free(j->nodes);
+        free(j->status);
+        free(j->page_flags);
+        free(j);
+}
+
+static long mem_job_run(void *userdata, const tune_ctx *ctx) {
+        const tune_memmove_backend *k = &tune_memmove_backend_kernel;
+        MemJob *j = userdata;
+
+        (void) ctx;
+        switch (j->op) {
+        case MEM_MIGRATE:
+                return k->migrate_pages(k->userdata, j->pid, j->old_nodes, j->new_nodes);
+        case MEM_MOVE:
+                return k->move_pages(k->userdata, j->pid, j->count, j->pages, j->nodes, j->status, j->flags);
+        case MEM_PRESENT:
+                return k->present(k->userdata, j->pid, j->start, j->end, &j->ret_start, &j->ret_end);
+        case MEM_FLAGS:
+                return k->page_flags(k->userdata, j->pid, j->start, j->count, j->page_flags);
+        }
+        return -EINVAL;
+}
+
+static long mem_run(ProcGuard *g, MemJob *j, const char *what, bool *ret_done) {
+        long r = proc_guard_run(g, j->pid, PROC_GUARD_MEMMOVE_TIMEOUT_MS, what, mem_job_run, mem_job_free, j,
+                                ret_done);
+        return r;
+}
+
+static long guarded_migrate_pages(void *userdata, pid_t pid, const unsigned long *old_nodes,
+                                  const unsigned long *new_nodes) {
+        MemJob *j = calloc(1, sizeof *j);
+        bool done;
+        long r;
+
+        if (!j)
+                return -ENOMEM;
+        j->pid = pid;
+        j->op = MEM_MIGRATE;
+        memcpy(j->old_nodes, old_nodes, sizeof j->old_nodes);
+        memcpy(j->new_nodes, new_nodes, sizeof j->new_nodes);
+        r = mem_run(userdata, j, "migrate_pages(2)", &done);
+        if (done)
+                mem_job_free(j);
+        return r;
+}
+
+static long guarded_move_pages(void *userdata, pid_t pid, unsigned long count, void **pages, const int *nodes,
+                               int *status, int flags) {
+        MemJob *j = calloc(1, sizeof *j);
+        bool done;
+        long r;
+
+        if (!j)
+                return -ENOMEM;
+        *j = (MemJob) { .pid = pid, .op = MEM_MOVE, .count = count, .flags = flags };
+        j->pages = calloc(count ? count : 1, sizeof *j->pages);
+        j->status = calloc(count ? count : 1, sizeof *j->status);
+        j->nodes = nodes ? calloc(count ? count : 1, sizeof *j->nodes) : NULL;
+        if (!j->pages || !j->status || (nodes && !j->nodes)) {
+                mem_job_free(j);
+                return -ENOMEM;
+        }
+        memcpy(j->pages, pages, count * sizeof *pages);
+        if (nodes)
+                memcpy(j->nodes, nodes, count * sizeof *nodes);
+        r = mem_run(userdata, j, "move_pages(2)", &done);
+        if (!done)
+                return r;
+        memcpy(status, j->status, count * sizeof *status);
+        mem_job_free(j);
+        return r;
+}
+
+static int guarded_present(void *userdata, pid_t pid, uint64_t start, uint64_t end, uint64_t *ret_start,
+                           uint64_t *ret_end) {
+        MemJob *j = calloc(1, sizeof *j);
+        bool done;
+        long r;
+
+        if (!j)
+                return -ENOMEM;
+        *j = (MemJob) { .pid = pid, .op = MEM_PRESENT, .start = start, .end = end };
+        r = mem_run(userdata, j, "pagemap (PAGEMAP_SCAN)", &done);
+        if (!done)
+                return (int) r;
+        *ret_start = j->ret_start;
+        *ret_end = j->ret_end;
+        mem_job_free(j);
+        return (int) r;
+}
+
+static int guarded_page_flags(void *userdata, pid_t pid, uint64_t start, unsigned long count, uint64_t *ret) {
+        MemJob *j = calloc(1, sizeof *j);
+        bool done;
+        long r;
+
+        if (!j)
+                return -ENOMEM;
+        *j = (MemJob) { .pid = pid, .op = MEM_FLAGS, .start = start, .count = count };
+        j->page_flags = calloc(count ? count : 1, sizeof *j->page_flags);
+        if (!j->page_flags) {
+                mem_job_free(j);
+                return -ENOMEM;
+        }
+        r = mem_run(userdata, j, "pagemap", &done);
+        if (!done)
+                return (int) r;
+        memcpy(ret, j->page_flags, count * sizeof *ret);
+        mem_job_free(j);
+        return (int) r;
+}
+
+const tune_memmove_backend *proc_guard_memmove_backend(ProcGuard *g) {
+        g->memmove = (tune_memmove_backend) {
+                .migrate_pages = guarded_migrate_pages,
+                .move_pages = guarded_move_pages,
+                .present = guarded_present,
+                .page_flags = guarded_page_flags,
+                .userdata = g,
+        };
+        return &g->memmove;
+}
