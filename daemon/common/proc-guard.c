@@ -53,6 +53,7 @@ struct ProcGuard {
         /* Used by the callers only (the loop thread), not the workers. */
         Unreadable unreadable[PROC_GUARD_UNREADABLE_MAX];
         unsigned n_unreadable;
+        const char *note; /* what a timeout means, for the log */
         tune_memmove_backend memmove;
 };
 
@@ -189,6 +190,7 @@ int proc_guard_new(const tune_ctx *ctx, ProcGuard **ret) {
         pthread_cond_init(&g->done, &ca);
         pthread_condattr_destroy(&ca);
         g->queue_tail = &g->queue;
+        g->note = "not placed, retried in 30 s";
         *ret = g;
         return 0;
 }
@@ -207,6 +209,10 @@ ProcGuard *proc_guard_free(ProcGuard *g) {
         if (now)
                 guard_destroy(g);
         return NULL;
+}
+
+void proc_guard_set_note(ProcGuard *g, const char *note) {
+        g->note = note;
 }
 
 void proc_guard_counts(ProcGuard *g, unsigned *ret_threads, unsigned *ret_stuck) {
@@ -252,7 +258,7 @@ static bool backed_off(ProcGuard *g, pid_t pid) {
         return false;
 }
 
-static void back_off(ProcGuard *g, pid_t pid, unsigned timeout_ms, const char *what) {
+static void back_off(ProcGuard *g, pid_t pid, unsigned timeout_ms, const char *what, const char *note) {
         Unreadable *u = unreadable_of(g, pid);
         tune_proc_stat st;
 
@@ -271,9 +277,8 @@ static void back_off(ProcGuard *g, pid_t pid, unsigned timeout_ms, const char *w
         }
         *u = (Unreadable) { .pid = pid, .start_time = st.start_time, .until = now_usec() + PROC_GUARD_BACKOFF_USEC };
         /* Once per process: then it is backed off, and tried again after. */
-        log_warning("pid %d: reading %s took over %u ms (its memory map is held, maybe by a FUSE mount it serves): "
-                    "not placed, retried in %llu s.",
-                    pid, what, timeout_ms, (unsigned long long) (PROC_GUARD_BACKOFF_USEC / 1000000));
+        log_warning("pid %d: %s took over %u ms (its memory map is held, maybe by a FUSE mount it serves): %s.",
+                    pid, what, timeout_ms, note ?: g->note);
 }
 
 /* Under no lock: a job that was never run goes back to nobody. */
@@ -283,8 +288,8 @@ static long not_run(void (*free_job)(void *job), void *job, long r) {
         return r;
 }
 
-long proc_guard_run(ProcGuard *g, pid_t pid, unsigned timeout_ms, const char *what, proc_guard_fn fn,
-                    void (*free_job)(void *job), void *job, bool *ret_done) {
+long proc_guard_run(ProcGuard *g, pid_t pid, unsigned timeout_ms, const char *what, const char *note,
+                    proc_guard_fn fn, void (*free_job)(void *job), void *job, bool *ret_done) {
         struct timespec deadline;
         char name[64];
         StuckUid *s;
@@ -344,7 +349,7 @@ long proc_guard_run(ProcGuard *g, pid_t pid, unsigned timeout_ms, const char *wh
                 t->abandoned = true;
                 stuck_add(g, uid);
                 pthread_mutex_unlock(&g->lock);
-                back_off(g, pid, timeout_ms, what);
+                back_off(g, pid, timeout_ms, what, note);
                 return -ETIMEDOUT;
         }
         pthread_mutex_unlock(&g->lock);
@@ -358,6 +363,7 @@ long proc_guard_run(ProcGuard *g, pid_t pid, unsigned timeout_ms, const char *wh
 
 typedef struct ReadJob {
         char path[64];
+        char what[80]; /* "reading PATH" */
         size_t max;
         char *text;
         size_t len;
@@ -393,8 +399,9 @@ static int slow_read(void *userdata, const tune_ctx *ctx, pid_t pid, const char 
                 return -ENAMETOOLONG;
         }
         strcpy(j->path, path);
+        snprintf(j->what, sizeof j->what, "reading %s", path);
         j->max = max;
-        r = proc_guard_run(g, pid, PROC_GUARD_READ_TIMEOUT_MS, j->path, read_job_run, read_job_free, j, &done);
+        r = proc_guard_run(g, pid, PROC_GUARD_READ_TIMEOUT_MS, j->what, NULL, read_job_run, read_job_free, j, &done);
         if (!done)
                 return (int) r; /* j is the guard's */
         if (r >= 0) {
@@ -459,9 +466,9 @@ static long mem_job_run(void *userdata, const tune_ctx *ctx) {
 }
 
 static long mem_run(ProcGuard *g, MemJob *j, const char *what, bool *ret_done) {
-        long r = proc_guard_run(g, j->pid, PROC_GUARD_MEMMOVE_TIMEOUT_MS, what, mem_job_run, mem_job_free, j,
-                                ret_done);
-        return r;
+        return proc_guard_run(g, j->pid, PROC_GUARD_MEMMOVE_TIMEOUT_MS, what,
+                              "its memory stays where it is for now, and it is not read for 30 s", mem_job_run,
+                              mem_job_free, j, ret_done);
 }
 
 static long guarded_migrate_pages(void *userdata, pid_t pid, const unsigned long *old_nodes,

@@ -33,6 +33,7 @@
 #define PROC_GUARD_READ_TIMEOUT_MS 100u
 /* One step of a memory migration: a batch of move_pages(2) copies up to 4 MiB. */
 #define PROC_GUARD_MEMMOVE_TIMEOUT_MS 1000u
+/* The default note of proc_guard_set_note() says 30 s. */
 #define PROC_GUARD_BACKOFF_USEC (30u * 1000000ULL)
 /* Processes remembered as unreadable; the oldest is forgotten first. */
 #define PROC_GUARD_UNREADABLE_MAX 64u
@@ -46,18 +47,23 @@ int proc_guard_new(const tune_ctx *ctx, ProcGuard **ret);
 ProcGuard *proc_guard_free(ProcGuard *g);
 DEFINE_TRIVIAL_CLEANUP_FUNC(ProcGuard *, proc_guard_free);
 
+/* What a timed-out read means, said in its log line; "not placed, retried in 30 s" unless
+ * set (a static string). */
+void proc_guard_set_note(ProcGuard *g, const char *note);
+
 /* Install the guard as ctx's slow reader (tune_ctx_set_slow_reader()). */
 void proc_guard_install(ProcGuard *g, tune_ctx *ctx);
 
 /* Work of a worker: fn(job, ctx) returns >= 0 or -errno. */
 typedef long (*proc_guard_fn)(void *job, const tune_ctx *ctx);
-/* Run fn on a worker for process pid, waiting at most timeout_ms; what names the file or
- * call in the log ("/proc/PID/cmdline"). Returns fn's result with *ret_done true: the
+/* Run fn on a worker for process pid, waiting at most timeout_ms; what names the work in
+ * the log line of a timeout ("reading /proc/PID/cmdline"), note what the timeout means
+ * (NULL: proc_guard_set_note()'s). Returns fn's result with *ret_done true: the
  * caller owns job again. Otherwise *ret_done is false and job is the guard's (freed with
  * free_job now, or by the worker once fn returns): -ETIMEDOUT past the deadline or while
  * pid is backed off, -EBUSY when no worker may take it, -ENOMEM. */
-long proc_guard_run(ProcGuard *g, pid_t pid, unsigned timeout_ms, const char *what, proc_guard_fn fn,
-                    void (*free_job)(void *job), void *job, bool *ret_done);
+long proc_guard_run(ProcGuard *g, pid_t pid, unsigned timeout_ms, const char *what, const char *note,
+                    proc_guard_fn fn, void (*free_job)(void *job), void *job, bool *ret_done);
 
 /* The kernel memory backend (tune_memmove_backend_kernel) with each call on a worker and
  * PROC_GUARD_MEMMOVE_TIMEOUT_MS for it: a step past it fails with -ETIMEDOUT. */
