@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -143,9 +144,37 @@ static void test_deadline_backoff_bound(void **state) {
         close(gate[1]);
 }
 
+/* The guarded memory backend hands back what the kernel's wrote (its own copies). */
+static void test_memmove_backend(void **state) {
+        _cleanup_(tune_ctx_freep) tune_ctx *ctx = NULL;
+        _cleanup_(proc_guard_freep) ProcGuard *g = NULL;
+        const tune_memmove_backend *b;
+        long page = sysconf(_SC_PAGESIZE);
+        char *p = aligned_alloc((size_t) page, (size_t) page);
+        void *pages[1] = { p };
+        int status[1] = { -1000 };
+        uint64_t flags[1] = { 0 };
+
+        (void) state;
+        assert_non_null(p);
+        p[0] = 1; /* present */
+        assert_int_equal(tune_ctx_new("/", &ctx), 0);
+        assert_int_equal(proc_guard_new(ctx, &g), 0);
+        b = proc_guard_memmove_backend(g);
+        long r = b->move_pages(b->userdata, getpid(), 1, pages, NULL, status, 0);
+        if (r >= 0)
+                assert_true(status[0] >= 0); /* the node it is on */
+        else
+                assert_true(r == -ENOSYS || r == -EPERM); /* a kernel or sandbox without it */
+        assert_int_equal(b->page_flags(b->userdata, getpid(), (uint64_t) (uintptr_t) p, 1, flags), 0);
+        assert_true(flags[0] & TUNE_PAGEMAP_PRESENT);
+        free(p);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_deadline_backoff_bound),
+                cmocka_unit_test(test_memmove_backend),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -69,5 +69,8 @@ long proc_guard_run(ProcGuard *g, pid_t pid, unsigned timeout_ms, const char *wh
  * PROC_GUARD_MEMMOVE_TIMEOUT_MS for it: a step past it fails with -ETIMEDOUT. */
 const tune_memmove_backend *proc_guard_memmove_backend(ProcGuard *g);
 
+/* Where the guard keeps its memory backend (for proc-guard-memmove.c). */
+tune_memmove_backend *proc_guard_memmove_slot(ProcGuard *g);
+
 /* Workers now (started, written off): for tests and the log. */
 void proc_guard_counts(ProcGuard *g, unsigned *ret_threads, unsigned *ret_stuck);

@@ -10,7 +10,8 @@ a second thread's mmap() queues behind it, so any reader of the lock (root's rea
 the daemon re-reads it on (the test policy matches its exe). The real npu-tuned, with the
 policy that places threads-target by role on this machine's two CPUs; one trap per check:
   (a) a root threads-target started 0.5 s after the trap is armed is placed within 500 ms,
-      and the watchdog pings (WATCHDOG_USEC=2 s) never pause longer than 0.8 of the interval;
+      and the watchdog pings (WATCHDOG_USEC=2 s; sd-event pings every 1/2 to 3/4 of it)
+      never pause longer than 0.9 of the interval;
   (b) SIGTERM stops the daemon within 1 s;
   (c) a daemon started while the trap holds sends READY=1 within 2 s (its start-up scan
       reads the trapped process).
@@ -99,6 +100,10 @@ class Daemon:
         env.pop("JOURNAL_STREAM", None)
         if watchdog:
             env["WATCHDOG_USEC"] = str(WATCHDOG_USEC)
+        # Under ASan, LeakSanitizer stops every thread at exit (ptrace), and a worker
+        # written off in the kernel does not stop until the trap lets it go: that wait is
+        # the sanitizer's, not the daemon's (which exit_group() ends at once).
+        env["ASAN_OPTIONS"] = ":".join(filter(None, [env.get("ASAN_OPTIONS"), "detect_leaks=0"]))
         self.log = open(os.path.join(tmp, name + ".log"), "w+")
         self.started = time.monotonic()
         self.proc = subprocess.Popen([npu_tuned, "--policy-dir", policy_dir, "--state-dir", os.path.join(tmp, "state"),
@@ -223,9 +228,11 @@ with tempfile.TemporaryDirectory() as tmp:
         pings = d1.notify.times("WATCHDOG=1", armed, armed + HOLD_S)
         gaps = [b - a for a, b in zip([armed] + pings, pings + [armed + HOLD_S])]
         gap = max(gaps)
-        check(gap < 0.8 * WATCHDOG_USEC / 1e6,
+        # sd-event pings every 1/2 to 3/4 of the interval; a loop that stalls shows as a
+        # longer pause, and systemd kills at the interval.
+        check(gap < 0.9 * WATCHDOG_USEC / 1e6,
               f"(a) watchdog pings during the hold: {len(pings)}, longest pause {gap * 1000:.0f} ms "
-              f"(interval {WATCHDOG_USEC // 1000} ms, limit {0.8 * WATCHDOG_USEC / 1000:.0f} ms)")
+              f"(interval {WATCHDOG_USEC // 1000} ms, pings every 1/2-3/4 of it; limit {0.9 * WATCHDOG_USEC / 1000:.0f} ms)")
         trap.close()
 
         # (b) SIGTERM while the trap holds.
