@@ -4,7 +4,7 @@
  * Run as nobody. Unshares a user and mount namespace (root in it maps to the caller),
  * mounts on DIR (an empty directory it may write) a FUSE filesystem served by a forked child over FUSE_DEV (the raw /dev/fuse
  * protocol, no libfuse; a 0666 node of 10:229 where /dev/fuse is root's alone), and maps
- * its one file. Then:
+ * its one file (fuse-raw.c). Then:
  *   - a thread reads /proc/self/mem at the mapping: the fault asks the server for the page
  *     with the process's mmap_lock held for reading, and the server does not answer READ
  *     for HOLD_S seconds;
@@ -34,108 +34,24 @@
 #include <time.h>
 #include <unistd.h>
 
-#define ROOT_ID 1
-#define FILE_ID 2
+#include "fuse-raw.h"
+
 #define FILE_SIZE 65536
 
 static unsigned hold_s;
 static int read_seen[2];
 static void *mapping;
 
-static void reply(int fd, uint64_t unique, int error, const void *payload, size_t len) {
-        static char buf[sizeof(struct fuse_out_header) + 128 * 1024];
-        struct fuse_out_header *h = (struct fuse_out_header *) buf;
+/* The page is asked for with the mmap_lock held, and the answer comes when this user
+ * likes: first tell the trap it is held. */
+static void hold(uint32_t opcode, uint64_t nodeid) {
+        struct timespec ts = { hold_s, 0 };
 
-        if (len > sizeof buf - sizeof *h)
-                len = sizeof buf - sizeof *h;
-        h->len = (uint32_t) (sizeof *h + len);
-        h->error = error;
-        h->unique = unique;
-        if (payload)
-                memcpy(buf + sizeof *h, payload, len);
-        else
-                memset(buf + sizeof *h, 0, len);
-        (void) !write(fd, buf, h->len);
-}
-
-static void fill_attr(struct fuse_attr *a, uint64_t ino) {
-        memset(a, 0, sizeof *a);
-        a->ino = ino;
-        a->mode = ino == ROOT_ID ? (S_IFDIR | 0755) : (S_IFREG | 0444);
-        a->nlink = ino == ROOT_ID ? 2 : 1;
-        a->size = ino == FILE_ID ? FILE_SIZE : 0;
-        a->blksize = 4096;
-}
-
-static _Noreturn void serve(int fd) {
-        static char buf[1 << 20 | 4096];
-
-        for (;;) {
-                ssize_t n = read(fd, buf, sizeof buf);
-                struct fuse_in_header *in = (struct fuse_in_header *) buf;
-                void *arg = buf + sizeof *in;
-
-                if (n < 0 && (errno == EINTR || errno == ENOENT))
-                        continue;
-                if (n < (ssize_t) sizeof *in)
-                        _exit(0); /* unmounted */
-                switch (in->opcode) {
-                case FUSE_INIT: {
-                        const struct fuse_init_in *ii = arg;
-                        struct fuse_init_out o = { .major = FUSE_KERNEL_VERSION,
-                                                   .minor = ii->minor < FUSE_KERNEL_MINOR_VERSION ? ii->minor : FUSE_KERNEL_MINOR_VERSION,
-                                                   .max_readahead = ii->max_readahead, .max_background = 16,
-                                                   .congestion_threshold = 12, .max_write = 4096, .time_gran = 1 };
-                        reply(fd, in->unique, 0, &o, sizeof o);
-                        break;
-                }
-                case FUSE_LOOKUP: {
-                        struct fuse_entry_out o = {};
-                        if (in->nodeid != ROOT_ID || strcmp(arg, "f") != 0) {
-                                reply(fd, in->unique, -ENOENT, NULL, 0);
-                                break;
-                        }
-                        o.nodeid = FILE_ID;
-                        o.entry_valid = o.attr_valid = 3600;
-                        fill_attr(&o.attr, FILE_ID);
-                        reply(fd, in->unique, 0, &o, sizeof o);
-                        break;
-                }
-                case FUSE_GETATTR: {
-                        struct fuse_attr_out o = { .attr_valid = 3600 };
-                        fill_attr(&o.attr, in->nodeid);
-                        reply(fd, in->unique, 0, &o, sizeof o);
-                        break;
-                }
-                case FUSE_OPEN: {
-                        struct fuse_open_out o = { .fh = 1 };
-                        reply(fd, in->unique, 0, &o, sizeof o);
-                        break;
-                }
-                case FUSE_READ: {
-                        /* The hostile part: the page is asked for with the mmap_lock held,
-                         * and the answer comes when this user likes. */
-                        const struct fuse_read_in *ri = arg;
-                        struct timespec ts = { hold_s, 0 };
-                        (void) !write(read_seen[1], "r", 1);
-                        nanosleep(&ts, NULL);
-                        reply(fd, in->unique, 0, NULL, ri->size);
-                        break;
-                }
-                case FUSE_FORGET:
-                case FUSE_BATCH_FORGET:
-                        break; /* no reply */
-                case FUSE_FLUSH:
-                case FUSE_RELEASE:
-                        reply(fd, in->unique, 0, NULL, 0);
-                        break;
-                case FUSE_DESTROY:
-                        reply(fd, in->unique, 0, NULL, 0);
-                        _exit(0);
-                default:
-                        reply(fd, in->unique, -ENOSYS, NULL, 0);
-                }
-        }
+        (void) nodeid;
+        if (opcode != FUSE_READ)
+                return;
+        (void) !write(read_seen[1], "r", 1);
+        nanosleep(&ts, NULL);
 }
 
 static int write_file(const char *path, const char *text) {
@@ -220,7 +136,8 @@ int main(int argc, char *argv[]) {
                 return 1;
         if (server == 0) {
                 prctl(PR_SET_PDEATHSIG, SIGKILL);
-                serve(fuse_fd);
+                fuse_raw_serve(fuse_fd, &(const fuse_raw_params) { .file_size = FILE_SIZE, .valid_s = 3600,
+                                                                   .before_answer = hold });
         }
         close(fuse_fd);
         close(read_seen[1]);
