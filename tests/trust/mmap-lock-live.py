@@ -14,7 +14,9 @@ policy that places threads-target by role on this machine's two CPUs; one trap p
       never pause longer than 0.9 of the interval;
   (b) SIGTERM stops the daemon within 1 s;
   (c) a daemon started while the trap holds sends READY=1 within 2 s (its start-up scan
-      reads the trapped process).
+      reads the trapped process);
+  (d) npu-tuned --explain of the trapped process answers within 1 s and says on stderr
+      what it could not read.
 Before the change (the loop read /proc directly) each took until the server answered.
 Needs root, /dev/fuse, user namespaces and the proc connector: skips (77), saying which.
 Usage: mmap-lock-live.py NPU_TUNED THREADS_TARGET MMAP_TRAP"""
@@ -264,6 +266,27 @@ with tempfile.TemporaryDirectory() as tmp:
         trap.close()
         d2.proc.send_signal(signal.SIGTERM)
         d2.proc.wait(10)
+
+        # (d) npu-tuned --explain of the trapped process (no daemon on a bus: it reads the
+        # process itself, as the daemon's Explain() of a process it has not read does).
+        trap = Trap(tmp)
+        traps.append(trap)
+        trap.arm()
+        env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=f"unix:path={os.path.join(tmp, 'no-bus')}")
+        t0 = time.monotonic()
+        try:
+            ex = subprocess.run([npu_tuned, "--policy-dir", policy_dir, "--explain", str(trap.pid), "--json"],
+                                env=env, capture_output=True, text=True, timeout=HOLD_S + 10)
+            took, rc, err = time.monotonic() - t0, ex.returncode, ex.stderr
+        except subprocess.TimeoutExpired:
+            took, rc, err = time.monotonic() - t0, None, ""
+        said = "took over" in err
+        check(rc == 0 and took < 1.0 and said,
+              f"(d) npu-tuned --explain of the trapped process answered in {took * 1000:.0f} ms, exit {rc} "
+              f"(limit 1 s), saying what it could not read: {'yes' if said else 'no'}")
+        if not said:
+            print(err)
+        trap.close()
     finally:
         if target:
             target.kill()
