@@ -52,7 +52,7 @@ static long mem_job_run(void *userdata, const tune_ctx *ctx) {
 
 static long mem_run(ProcGuard *g, MemJob *j, const char *what, bool *ret_done) {
         return proc_guard_run(g, j->pid, PROC_GUARD_MEMMOVE_TIMEOUT_MS, what,
-                              "its memory stays where it is for now, and it is not read for 30 s", mem_job_run,
+                              "its memory stays where it is for now, and it is not read again for 30 s", mem_job_run,
                               mem_job_free, j, ret_done);
 }
 

@@ -190,7 +190,7 @@ int proc_guard_new(const tune_ctx *ctx, ProcGuard **ret) {
         pthread_cond_init(&g->done, &ca);
         pthread_condattr_destroy(&ca);
         g->queue_tail = &g->queue;
-        g->note = "not placed, retried in 30 s";
+        g->note = "counted as unreadable (a rule that needs it does not match), not read again for 30 s";
         *ret = g;
         return 0;
 }

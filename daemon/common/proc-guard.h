@@ -47,8 +47,8 @@ int proc_guard_new(const tune_ctx *ctx, ProcGuard **ret);
 ProcGuard *proc_guard_free(ProcGuard *g);
 DEFINE_TRIVIAL_CLEANUP_FUNC(ProcGuard *, proc_guard_free);
 
-/* What a timed-out read means, said in its log line; "not placed, retried in 30 s" unless
- * set (a static string). */
+/* What a timed-out read means, said in its log line (a static string); by default that it
+ * counts as unreadable and is not read again for 30 s. */
 void proc_guard_set_note(ProcGuard *g, const char *note);
 
 /* Install the guard as ctx's slow reader (tune_ctx_set_slow_reader()). */
