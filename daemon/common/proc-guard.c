@@ -118,6 +118,15 @@ static void *worker(void *userdata) {
                 if (!g->queue)
                         g->queue_tail = &g->queue;
                 g->n_queued--;
+                if (t->abandoned) {
+                        /* Given up before it started (every worker was busy past its
+                         * deadline): not worth a try that would likely block too. */
+                        stuck_remove(g, t->uid);
+                        if (t->free_job)
+                                t->free_job(t->job);
+                        free(t);
+                        continue;
+                }
                 g->n_busy++;
                 pthread_mutex_unlock(&g->lock);
 
