@@ -16,7 +16,8 @@ policy that places threads-target by role on this machine's two CPUs; one trap p
   (c) a daemon started while the trap holds sends READY=1 within 2 s (its start-up scan
       reads the trapped process);
   (d) npu-tuned --explain of the trapped process answers within 1 s and says on stderr
-      what it could not read.
+      what it could not read;
+  (e) D-Bus Explain() of the trapped process (a private system bus) answers within 1 s.
 Before the change (the loop read /proc directly) each took until the server answered.
 Needs root, /dev/fuse, user namespaces and the proc connector: skips (77), saying which.
 Usage: mmap-lock-live.py NPU_TUNED THREADS_TARGET MMAP_TRAP"""
@@ -33,7 +34,9 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "placement"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bus"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import buslib  # noqa: E402
 import livetest  # noqa: E402
 from livetest import fail, placing_policy, require_root_and_two_cpus, skip  # noqa: E402
 from trustlive import AS_NOBODY, install  # noqa: E402
@@ -287,6 +290,33 @@ with tempfile.TemporaryDirectory() as tmp:
         if not said:
             print(err)
         trap.close()
+
+        # (e) D-Bus Explain() of the trapped process, on a private system bus.
+        if all(shutil.which(t) for t in ("dbus-daemon", "busctl")):
+            bus = buslib.Bus()
+            try:
+                state3 = os.path.join(tmp, "state-bus")
+                os.mkdir(state3, 0o700)
+                d3 = buslib.start_daemon(bus, npu_tuned, policy_dir, state3, os.path.join(tmp, "d3.log"))
+                trap = Trap(tmp)
+                traps.append(trap)
+                time.sleep(0.5)
+                trap.arm()
+                time.sleep(0.2)  # the daemon has taken the rename
+                t0 = time.monotonic()
+                p = bus.busctl("call", buslib.NAME, buslib.PATH, buslib.IFACE, "Explain", "u", str(trap.pid), check=False)
+                took = time.monotonic() - t0
+                check(p.returncode == 0 and took < 1.0,
+                      f"(e) Explain() of the trapped process over D-Bus answered in {took * 1000:.0f} ms, "
+                      f"exit {p.returncode} (limit 1 s)")
+                trap.close()
+                d3.send_signal(signal.SIGTERM)
+                d3.wait(10)
+            finally:
+                print(f"--- d3.log ---\n{open(os.path.join(tmp, 'd3.log')).read()}")
+                bus.close()
+        else:
+            print("skip (e): no dbus-daemon or busctl for a private bus")
     finally:
         if target:
             target.kill()
