@@ -187,6 +187,9 @@ def placed_within(pid, timeout):
 
 with tempfile.TemporaryDirectory() as tmp:
     install(tmp, trap_bin, "mmap-trap")
+    # threads-target under a name of this test's own: another live test's daemon on the
+    # same host (its policy matches */threads-target) neither places it nor shares its CPUs.
+    target_copy = install(tmp, target_bin, "mmap-lock-target")
     fuse = os.path.join(tmp, "fuse")
     # /dev/fuse is root's alone here (0600 on some distributions): a node of nobody's
     # own, as a user could be given one.
@@ -198,6 +201,7 @@ with tempfile.TemporaryDirectory() as tmp:
     policy_dir = os.path.join(tmp, "policies")
     os.mkdir(policy_dir, 0o755)
     policy = placing_policy("mmap-lock-live: threads-target by role; the trap is matched, so it is read")
+    policy["processes"][0]["match"]["exe"] = target_copy
     policy["processes"].append({
         "name": "trap",
         "match": {"exe": "*/mmap-trap"},
@@ -221,7 +225,7 @@ with tempfile.TemporaryDirectory() as tmp:
         time.sleep(0.5)  # the daemon has read it at its exec
         armed = trap.arm()
         time.sleep(0.5)
-        target = subprocess.Popen([target_bin, "--control", "2", "--compute", "2", "--timeout", "60"],
+        target = subprocess.Popen([target_copy, "--control", "2", "--compute", "2", "--timeout", "60"],
                                   stdout=subprocess.PIPE)
         if not target.stdout.readline().startswith(b"ready"):
             fail("threads-target did not start")
