@@ -50,6 +50,16 @@ static long mem_job_run(void *userdata, const tune_ctx *ctx) {
         return -EINVAL;
 }
 
+static MemJob *mem_job_new(pid_t pid, int op) {
+        MemJob *j = calloc(1, sizeof *j);
+
+        if (j) {
+                j->pid = pid;
+                j->op = op;
+        }
+        return j;
+}
+
 static long mem_run(ProcGuard *g, MemJob *j, const char *what, bool *ret_done) {
         return proc_guard_run(g, j->pid, PROC_GUARD_MEMMOVE_TIMEOUT_MS, what,
                               "its memory stays where it is for now, and it is not read again for 30 s", mem_job_run,
@@ -58,14 +68,12 @@ static long mem_run(ProcGuard *g, MemJob *j, const char *what, bool *ret_done) {
 
 static long guarded_migrate_pages(void *userdata, pid_t pid, const unsigned long *old_nodes,
                                   const unsigned long *new_nodes) {
-        MemJob *j = calloc(1, sizeof *j);
+        MemJob *j = mem_job_new(pid, MEM_MIGRATE);
         bool done;
         long r;
 
         if (!j)
                 return -ENOMEM;
-        j->pid = pid;
-        j->op = MEM_MIGRATE;
         memcpy(j->old_nodes, old_nodes, sizeof j->old_nodes);
         memcpy(j->new_nodes, new_nodes, sizeof j->new_nodes);
         r = mem_run(userdata, j, "migrate_pages(2)", &done);
@@ -76,13 +84,14 @@ static long guarded_migrate_pages(void *userdata, pid_t pid, const unsigned long
 
 static long guarded_move_pages(void *userdata, pid_t pid, unsigned long count, void **pages, const int *nodes,
                                int *status, int flags) {
-        MemJob *j = calloc(1, sizeof *j);
+        MemJob *j = mem_job_new(pid, MEM_MOVE);
         bool done;
         long r;
 
         if (!j)
                 return -ENOMEM;
-        *j = (MemJob) { .pid = pid, .op = MEM_MOVE, .count = count, .flags = flags };
+        j->count = count;
+        j->flags = flags;
         j->pages = calloc(count ? count : 1, sizeof *j->pages);
         j->status = calloc(count ? count : 1, sizeof *j->status);
         j->nodes = nodes ? calloc(count ? count : 1, sizeof *j->nodes) : NULL;
@@ -103,13 +112,14 @@ static long guarded_move_pages(void *userdata, pid_t pid, unsigned long count, v
 
 static int guarded_present(void *userdata, pid_t pid, uint64_t start, uint64_t end, uint64_t *ret_start,
                            uint64_t *ret_end) {
-        MemJob *j = calloc(1, sizeof *j);
+        MemJob *j = mem_job_new(pid, MEM_PRESENT);
         bool done;
         long r;
 
         if (!j)
                 return -ENOMEM;
-        *j = (MemJob) { .pid = pid, .op = MEM_PRESENT, .start = start, .end = end };
+        j->start = start;
+        j->end = end;
         r = mem_run(userdata, j, "pagemap (PAGEMAP_SCAN)", &done);
         if (!done)
                 return (int) r;
@@ -120,13 +130,14 @@ static int guarded_present(void *userdata, pid_t pid, uint64_t start, uint64_t e
 }
 
 static int guarded_page_flags(void *userdata, pid_t pid, uint64_t start, unsigned long count, uint64_t *ret) {
-        MemJob *j = calloc(1, sizeof *j);
+        MemJob *j = mem_job_new(pid, MEM_FLAGS);
         bool done;
         long r;
 
         if (!j)
                 return -ENOMEM;
-        *j = (MemJob) { .pid = pid, .op = MEM_FLAGS, .start = start, .count = count };
+        j->start = start;
+        j->count = count;
         j->page_flags = calloc(count ? count : 1, sizeof *j->page_flags);
         if (!j->page_flags) {
                 mem_job_free(j);

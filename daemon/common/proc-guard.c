@@ -101,6 +101,14 @@ static void stuck_remove(ProcGuard *g, uid_t uid) {
         }
 }
 
+/* Under the lock: a written-off task is nobody's but ours; drop it with its job. */
+static void task_drop(ProcGuard *g, Task *t) {
+        stuck_remove(g, t->uid);
+        if (t->free_job)
+                t->free_job(t->job);
+        free(t);
+}
+
 static void *worker(void *userdata) {
         ProcGuard *g = userdata;
         bool last;
@@ -121,10 +129,7 @@ static void *worker(void *userdata) {
                 if (t->abandoned) {
                         /* Given up before it started (every worker was busy past its
                          * deadline): not worth a try that would likely block too. */
-                        stuck_remove(g, t->uid);
-                        if (t->free_job)
-                                t->free_job(t->job);
-                        free(t);
+                        task_drop(g, t);
                         continue;
                 }
                 g->n_busy++;
@@ -134,13 +139,9 @@ static void *worker(void *userdata) {
 
                 pthread_mutex_lock(&g->lock);
                 g->n_busy--;
-                if (t->abandoned) {
-                        /* The caller gave up on it: nobody wants the result. */
-                        stuck_remove(g, t->uid);
-                        if (t->free_job)
-                                t->free_job(t->job);
-                        free(t);
-                } else {
+                if (t->abandoned)
+                        task_drop(g, t); /* the caller gave up on it: nobody wants the result */
+                else {
                         t->r = r;
                         t->done = true;
                         pthread_cond_broadcast(&g->done);
