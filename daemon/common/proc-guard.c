@@ -2,13 +2,11 @@
 /* The worker pool of proc-guard.h: bounded threads, a deadline per read, written-off
  * workers that clean up after themselves, and processes backed off after a timeout. */
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -232,19 +230,15 @@ void proc_guard_counts(ProcGuard *g, unsigned *ret_threads, unsigned *ret_stuck)
         pthread_mutex_unlock(&g->lock);
 }
 
-/* The owner of /proc/PID (its effective uid), from the directory: no read of the
- * process's memory. (uid_t) -1 when it cannot be told. */
-static uid_t owner_of(ProcGuard *g, pid_t pid) {
-        _cleanup_close_ int fd = -EBADF;
-        char path[32];
-        struct stat st;
+/* Whose process pid is: its real uid, as the rules match it, from status (which takes no
+ * mmap_lock). Not the owner of /proc/PID: a process that makes itself non-dumpable shows
+ * as root's there, and would spend root's share of workers. (uid_t) -1 when it cannot be
+ * told (gone). Read only when a share is asked about: while any worker is written off,
+ * or at a timeout. */
+static uid_t uid_of(ProcGuard *g, pid_t pid) {
+        tune_proc_status st;
 
-        if (tune_path(path, sizeof path, "/proc/%d", (int) pid) < 0)
-                return (uid_t) -1;
-        fd = tune_open(g->ctx, path, O_PATH | O_DIRECTORY, 0);
-        if (fd < 0 || fstat(fd, &st) < 0)
-                return (uid_t) -1;
-        return st.st_uid;
+        return tune_proc_read_status(g->ctx, pid, &st) >= 0 ? st.ruid : (uid_t) -1;
 }
 
 static Unreadable *unreadable_of(ProcGuard *g, pid_t pid) {
@@ -305,6 +299,7 @@ long proc_guard_run(ProcGuard *g, pid_t pid, unsigned timeout_ms, const char *wh
         StuckUid *s;
         Task *t;
         uid_t uid;
+        bool uid_known;
         long r;
 
         /* Our copy: `what` may live in the job, which a written-off worker frees. */
@@ -313,14 +308,16 @@ long proc_guard_run(ProcGuard *g, pid_t pid, unsigned timeout_ms, const char *wh
         *ret_done = false;
         if (backed_off(g, pid))
                 return not_run(free_job, job, -ETIMEDOUT);
-        uid = owner_of(g, pid);
         t = calloc(1, sizeof *t);
         if (!t)
                 return not_run(free_job, job, -ENOMEM);
-        *t = (Task) { .fn = fn, .free_job = free_job, .job = job, .uid = uid };
+        *t = (Task) { .fn = fn, .free_job = free_job, .job = job };
 
         pthread_mutex_lock(&g->lock);
-        s = stuck_of(g, uid);
+        /* The usual case, no worker written off, needs no uid. */
+        uid_known = g->n_stuck > 0;
+        uid = uid_known ? uid_of(g, pid) : (uid_t) -1;
+        s = uid_known ? stuck_of(g, uid) : NULL;
         if (s && s->n >= PROC_GUARD_STUCK_PER_UID) {
                 unsigned n = s->n;
                 pthread_mutex_unlock(&g->lock);
@@ -357,7 +354,8 @@ long proc_guard_run(ProcGuard *g, pid_t pid, unsigned timeout_ms, const char *wh
                 /* Written off: the worker frees the task and the job when fn returns. A
                  * task still queued counts too: a worker is on its way to it. */
                 t->abandoned = true;
-                stuck_add(g, uid);
+                t->uid = uid_known ? uid : uid_of(g, pid);
+                stuck_add(g, t->uid);
                 pthread_mutex_unlock(&g->lock);
                 back_off(g, pid, timeout_ms, what, note);
                 return -ETIMEDOUT;
