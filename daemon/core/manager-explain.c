@@ -128,6 +128,9 @@ int manager_explain_offline(const daemon_options *o, json_object **ret) {
                 fprintf(stderr, "npu-tuned: --explain looks at live processes; it cannot be used with --root\n");
                 return -EOPNOTSUPP;
         }
+        /* A process that holds its memory map cannot hold --explain either: what could not
+         * be read in time is said on stderr, and the explanation goes on without it. */
+        proc_guard_set_note(m->guard, "explained without it (counted as unreadable)");
         watcher_params_from_policy(m->policy, &params);
         r = watcher_new(m->event, m->ctx, &m->accels, m->policy, &params, NULL, NULL, &w);
         if (r < 0)

@@ -15,6 +15,7 @@
 #include "npu-tuned/state-dir.h"
 #include "npu-tuned/policy.h"
 #include "placement.h"
+#include "proc-guard.h"
 #include "released-list.h"
 #include "restore.h"
 #include "watcher.h"
@@ -30,6 +31,7 @@ Manager *manager_free(Manager *m) {
         tune_policy_free(m->policy);
         tune_topology_free(m->topology);
         tune_ctx_free(m->ctx);
+        proc_guard_free(m->guard);
         state_dir_free(m->state_dir);
         sd_event_unref(m->event);
         free(m->last_reload_message);
@@ -62,6 +64,12 @@ int manager_new(const daemon_options *o, Manager **ret) {
         r = tune_ctx_new(o->root, &m->ctx);
         if (r < 0)
                 return log_error_errno(r, "Failed to open root directory %s: %m", o->root);
+        /* Reads of a process that can hold them (cmdline, environ, numa_maps: the process's
+         * mmap_lock) go to a worker with a deadline: a user must not stop the loop. */
+        r = proc_guard_new(m->ctx, &m->guard);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up the /proc readers: %m");
+        proc_guard_install(m->guard, m->ctx);
         m->live = tune_ctx_is_live(m->ctx) && !o->no_watch;
         r = tune_topology_load(m->ctx, &m->topology);
         if (r < 0)
@@ -133,6 +141,7 @@ static int manager_start_watcher(Manager *m) {
                 .accels = &m->accels,
                 .dry_run = manager_dry_run(m),
                 .events = &m->events,
+                .memmove = proc_guard_memmove_backend(m->guard),
         };
         r = placement_new(&in, &m->placement);
         if (r < 0)

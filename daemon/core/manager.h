@@ -10,6 +10,7 @@
 #include "bus-server.h"
 #include "events.h"
 #include "options.h"
+#include "proc-guard.h"
 #include "state-owner.h"
 
 /* The daemon's state: one per process. Event sources hang off m->event; each part of the
@@ -19,6 +20,7 @@ typedef struct Manager {
         const daemon_options *options;
         sd_event *event;
         tune_ctx *ctx;
+        ProcGuard *guard; /* ctx's slow reader: /proc reads with a deadline (common/proc-guard.h) */
         tune_topology *topology;
         tune_accels accels;
         struct tune_policy *policy;

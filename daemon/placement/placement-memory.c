@@ -82,7 +82,14 @@ static int on_memory_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                                                                         : (uint64_t) rule->memory_rate_mib_s * 1024 *
                                                                                   MIGRATE_STEP_USEC / 1000000);
         if (r < 0 || watcher_check_process(p->watcher, mp) == 0) {
-                if (r < 0 && r != -ESRCH)
+                if (r == -ETIMEDOUT || r == -EBUSY)
+                        /* A step past its deadline, or one no worker may take, is given up
+                         * (common/proc-guard.h): the process holds its memory map, maybe on
+                         * purpose, and the loop does not wait for it. */
+                        log_warning("Gave up moving the memory of pid %d: %s, leaving the rest where it is for now.",
+                                    mp->pid, r == -ETIMEDOUT ? "a step did not finish in time (its memory map is held)"
+                                                             : "too many reads of its user's processes are stuck");
+                else if (r < 0 && r != -ESRCH)
                         log_warning_errno(r, "Failed to migrate the memory of pid %d, leaving the rest: %m", mp->pid);
                 pp->memory_timer = sd_event_source_disable_unref(pp->memory_timer);
                 pp->memmove = tune_memmove_free(pp->memmove);

@@ -61,5 +61,21 @@ int tune_write_string(const tune_ctx *ctx, const char *path, const char *value);
 /* readlink() below the root; returns the link text. */
 int tune_readlink(const tune_ctx *ctx, const char *path, char **ret);
 
+/* The files of /proc/PID that take the process's mmap_lock (cmdline, environ, numa_maps,
+ * smaps, maps): a reader of that lock waits as long as another holds it, and an
+ * unprivileged process can hold its own for as long as it likes (a page fault on a FUSE
+ * file it serves; docs/trust.md). A program that must not wait (the daemon's event loop)
+ * installs a slow reader: libtune hands it such reads, and it reads with a deadline
+ * (elsewhere, on a thread it can give up on). The hook reads like tune_read_prefix() and
+ * returns what it does: 0 or -errno (-ETIMEDOUT, -EBUSY: it gave up or would not try).
+ * Without one, libtune reads directly (tests, tools, --restore). */
+typedef int (*tune_slow_read_fn)(void *userdata, const tune_ctx *ctx, pid_t pid, const char *path, size_t max,
+                                 char **ret, size_t *ret_len, bool *ret_truncated);
+void tune_ctx_set_slow_reader(tune_ctx *ctx, tune_slow_read_fn fn, void *userdata);
+bool tune_ctx_has_slow_reader(const tune_ctx *ctx) _pure_;
+/* tune_read_prefix() of such a file of process pid: through the slow reader when one is set. */
+int tune_read_slow(const tune_ctx *ctx, pid_t pid, const char *path, size_t max, char **ret, size_t *ret_len,
+                   bool *ret_truncated);
+
 /* Bounded printf into a path buffer: -ENAMETOOLONG rather than truncation. */
 int tune_path(char *buf, size_t size, const char *fmt, ...) _printf_(3, 4);

@@ -6,6 +6,7 @@
  * read whole into memory. */
 
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "npu-tuned/context.h"
 
@@ -16,3 +17,8 @@
 typedef int (*tune_line_fn)(const char *line, size_t len, void *userdata);
 int tune_foreach_line(const tune_ctx *ctx, const char *path, size_t max_line, size_t max_total,
                       tune_line_fn fn, void *userdata, unsigned *ret_long_lines);
+/* The same over a file of process pid that takes its mmap_lock (numa_maps, maps: see
+ * tune_read_slow()): with a slow reader set, the whole file (at most max_total) is read
+ * through it and walked in memory; without one, it is streamed as above. */
+int tune_foreach_line_slow(const tune_ctx *ctx, pid_t pid, const char *path, size_t max_line, size_t max_total,
+                           tune_line_fn fn, void *userdata, unsigned *ret_long_lines);

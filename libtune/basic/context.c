@@ -18,6 +18,8 @@ struct tune_ctx {
         char *root;
         int root_fd;
         bool live;
+        tune_slow_read_fn slow_read;
+        void *slow_read_userdata;
 };
 
 int tune_ctx_new(const char *root, tune_ctx **ret) {
@@ -246,6 +248,22 @@ int tune_read_prefix(const tune_ctx *ctx, const char *path, size_t max, char **r
                 *ret_truncated = truncated;
         *ret = TAKE_PTR(buf);
         return 0;
+}
+
+void tune_ctx_set_slow_reader(tune_ctx *ctx, tune_slow_read_fn fn, void *userdata) {
+        ctx->slow_read = fn;
+        ctx->slow_read_userdata = userdata;
+}
+
+bool tune_ctx_has_slow_reader(const tune_ctx *ctx) {
+        return ctx->slow_read != NULL;
+}
+
+int tune_read_slow(const tune_ctx *ctx, pid_t pid, const char *path, size_t max, char **ret, size_t *ret_len,
+                   bool *ret_truncated) {
+        if (ctx->slow_read)
+                return ctx->slow_read(ctx->slow_read_userdata, ctx, pid, path, max, ret, ret_len, ret_truncated);
+        return tune_read_prefix(ctx, path, max, ret, ret_len, ret_truncated);
 }
 
 int tune_read_file(const tune_ctx *ctx, const char *path, size_t max, char **ret, size_t *ret_len) {

@@ -76,3 +76,39 @@ int tune_foreach_line(const tune_ctx *ctx, const char *path, size_t max_line, si
                 *ret_long_lines = n_long;
         return 0;
 }
+
+int tune_foreach_line_slow(const tune_ctx *ctx, pid_t pid, const char *path, size_t max_line, size_t max_total,
+                           tune_line_fn fn, void *userdata, unsigned *ret_long_lines) {
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        unsigned n_long = 0;
+        bool truncated = false;
+        int r;
+
+        if (!tune_ctx_has_slow_reader(ctx))
+                return tune_foreach_line(ctx, path, max_line, max_total, fn, userdata, ret_long_lines);
+        if (max_line == 0 || !fn)
+                return -EINVAL;
+        /* The slow reader reads on a thread it may give up on, so the text comes whole. */
+        r = tune_read_slow(ctx, pid, path, max_total, &text, &len, &truncated);
+        if (r < 0)
+                return r;
+        if (truncated)
+                return -EFBIG;
+        for (size_t i = 0; i < len;) {
+                const char *nl = memchr(text + i, '\n', len - i);
+                size_t end = nl ? (size_t) (nl - text) : len;
+
+                if (end - i > max_line)
+                        n_long++;
+                else if (end > i) {
+                        r = fn(text + i, end - i, userdata);
+                        if (r < 0)
+                                return r;
+                }
+                i = end + 1;
+        }
+        if (ret_long_lines)
+                *ret_long_lines = n_long;
+        return 0;
+}

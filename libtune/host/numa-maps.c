@@ -277,7 +277,9 @@ int tune_numa_maps_foreach(const tune_ctx *ctx, pid_t pid, tune_numa_vma_fn fn, 
         r = tune_path(path, sizeof path, "/proc/%d/numa_maps", (int) pid);
         if (r < 0)
                 return r;
-        r = tune_foreach_line(ctx, path, TUNE_NUMA_MAPS_LINE_MAX, NUMA_MAPS_FILE_MAX, foreach_line, &st, &n_long);
+        /* numa_maps takes the process's mmap_lock: through the slow reader (context.h). */
+        r = tune_foreach_line_slow(ctx, pid, path, TUNE_NUMA_MAPS_LINE_MAX, NUMA_MAPS_FILE_MAX, foreach_line, &st,
+                                   &n_long);
         tune_numa_vma_done(&st.vma);
         if (r == -ENOENT || r == -ESRCH)
                 return -ESRCH;

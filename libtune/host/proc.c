@@ -129,17 +129,34 @@ int tune_proc_read_comm(const tune_ctx *ctx, pid_t pid, pid_t tid, char ret[stat
 
 int tune_proc_read_cmdline(const tune_ctx *ctx, pid_t pid, char **ret) {
         _cleanup_free_ char *raw = NULL;
+        char path[64];
         size_t len;
         int r;
 
-        r = read_pid_file(ctx, pid, "cmdline", TUNE_CMDLINE_MAX, &raw, &len, NULL);
+        r = pid_path(path, sizeof path, pid, 0, "cmdline");
+        if (r < 0)
+                return r;
+        /* Takes the process's mmap_lock: through the slow reader (context.h). */
+        r = tune_read_slow(ctx, pid, path, TUNE_CMDLINE_MAX, &raw, &len, NULL);
         if (r < 0)
                 return r;
         return tune_cmdline_join(raw, len, ret);
 }
 
 int tune_proc_read_environ(const tune_ctx *ctx, pid_t pid, char **ret, size_t *ret_len, bool *ret_truncated) {
-        return read_pid_file(ctx, pid, "environ", TUNE_ENVIRON_MAX, ret, ret_len, ret_truncated);
+        char path[64];
+        bool truncated = false;
+        int r;
+
+        r = pid_path(path, sizeof path, pid, 0, "environ");
+        if (r < 0)
+                return r;
+        r = tune_read_slow(ctx, pid, path, TUNE_ENVIRON_MAX, ret, ret_len, &truncated);
+        if (r < 0)
+                return r;
+        if (ret_truncated)
+                *ret_truncated = truncated;
+        return 0;
 }
 
 int tune_proc_read_exe(const tune_ctx *ctx, pid_t pid, char **ret) {

@@ -305,7 +305,7 @@ int tune_memmove_new(const tune_ctx *ctx, pid_t pid, const tune_cpuset *target_n
         r = tune_path(path, sizeof path, "/proc/%d/maps", (int) pid);
         if (r < 0)
                 return r;
-        r = tune_foreach_line(ctx, path, MAPS_LINE_MAX, MAPS_FILE_MAX, maps_line, m, NULL);
+        r = tune_foreach_line_slow(ctx, pid, path, MAPS_LINE_MAX, MAPS_FILE_MAX, maps_line, m, NULL);
         if (r == -ENOENT)
                 return -ESRCH;
         if (r < 0)

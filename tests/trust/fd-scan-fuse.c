@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* The open-file scan must not wait on a filesystem a process controls (docs/trust.md).
  *
- * A tiny FUSE server (the raw /dev/fuse protocol, no libfuse) serves one file, "f", and
+ * A tiny FUSE server (fuse-raw.c: the raw /dev/fuse protocol, no libfuse) serves one file, "f", and
  * answers every GETATTR on it only after HANG_MS: a user who serves a FUSE mount (possible
  * unprivileged in a user namespace) can make it take as long as they like. A process of
  * nobody holds that file open, /dev/null, and an O_PATH fd on /dev/zero.
@@ -24,99 +24,18 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fuse-raw.h"
 #include "npu-tuned/context.h"
 #include "npu-tuned/proc.h"
 
 #define HANG_MS 3000
-#define ROOT_ID 1
-#define FILE_ID 2
 
-static void reply(int fd, uint64_t unique, int error, const void *payload, size_t len) {
-        char buf[4096];
-        struct fuse_out_header *h = (struct fuse_out_header *) buf;
+/* Entry and attributes valid for 0 s: every stat asks, and every GETATTR of the file waits. */
+static void hang(uint32_t opcode, uint64_t nodeid) {
+        struct timespec ts = { HANG_MS / 1000, (HANG_MS % 1000) * 1000000L };
 
-        h->len = (uint32_t) (sizeof *h + len);
-        h->error = error;
-        h->unique = unique;
-        if (len)
-                memcpy(buf + sizeof *h, payload, len);
-        (void) !write(fd, buf, h->len);
-}
-
-static void fill_attr(struct fuse_attr *a, uint64_t ino) {
-        memset(a, 0, sizeof *a);
-        a->ino = ino;
-        a->mode = ino == ROOT_ID ? (S_IFDIR | 0755) : (S_IFREG | 0444);
-        a->nlink = ino == ROOT_ID ? 2 : 1;
-        a->blksize = 4096;
-}
-
-static _Noreturn void serve(int fd) {
-        static char buf[1 << 20 | 4096];
-
-        for (;;) {
-                ssize_t n = read(fd, buf, sizeof buf);
-                struct fuse_in_header *in = (struct fuse_in_header *) buf;
-                void *arg = buf + sizeof *in;
-
-                if (n < 0 && (errno == EINTR || errno == ENOENT))
-                        continue;
-                if (n < (ssize_t) sizeof *in)
-                        _exit(0); /* unmounted */
-                switch (in->opcode) {
-                case FUSE_INIT: {
-                        const struct fuse_init_in *ii = arg;
-                        struct fuse_init_out o = { .major = FUSE_KERNEL_VERSION, .minor = ii->minor < FUSE_KERNEL_MINOR_VERSION ? ii->minor : FUSE_KERNEL_MINOR_VERSION,
-                                                   .max_readahead = ii->max_readahead, .max_background = 16,
-                                                   .congestion_threshold = 12, .max_write = 4096, .time_gran = 1 };
-                        reply(fd, in->unique, 0, &o, sizeof o);
-                        break;
-                }
-                case FUSE_LOOKUP: {
-                        struct fuse_entry_out o = {};
-                        if (in->nodeid != ROOT_ID || strcmp(arg, "f") != 0) {
-                                reply(fd, in->unique, -ENOENT, NULL, 0);
-                                break;
-                        }
-                        o.nodeid = FILE_ID;
-                        fill_attr(&o.attr, FILE_ID); /* entry and attr valid for 0 s: every stat asks */
-                        reply(fd, in->unique, 0, &o, sizeof o);
-                        break;
-                }
-                case FUSE_GETATTR: {
-                        struct fuse_attr_out o = {};
-                        if (in->nodeid == FILE_ID) {
-                                struct timespec ts = { HANG_MS / 1000, (HANG_MS % 1000) * 1000000L };
-                                nanosleep(&ts, NULL); /* the hostile part */
-                        }
-                        fill_attr(&o.attr, in->nodeid);
-                        reply(fd, in->unique, 0, &o, sizeof o);
-                        break;
-                }
-                case FUSE_OPEN: {
-                        struct fuse_open_out o = { .fh = 1 };
-                        reply(fd, in->unique, 0, &o, sizeof o);
-                        break;
-                }
-                case FUSE_FORGET:
-                case FUSE_BATCH_FORGET:
-                        break; /* no reply */
-                case FUSE_FLUSH:
-                case FUSE_RELEASE:
-                        reply(fd, in->unique, 0, NULL, 0);
-                        break;
-                case FUSE_STATFS: {
-                        struct fuse_statfs_out o = { .st = { .bsize = 4096, .namelen = 255 } };
-                        reply(fd, in->unique, 0, &o, sizeof o);
-                        break;
-                }
-                case FUSE_DESTROY:
-                        reply(fd, in->unique, 0, NULL, 0);
-                        _exit(0);
-                default:
-                        reply(fd, in->unique, -ENOSYS, NULL, 0);
-                }
-        }
+        if (opcode == FUSE_GETATTR && nodeid == FUSE_RAW_FILE_ID)
+                nanosleep(&ts, NULL); /* the hostile part */
 }
 
 static double now_ms(void) {
@@ -155,7 +74,7 @@ int main(void) {
         }
         server = fork();
         if (server == 0)
-                serve(fuse_fd);
+                fuse_raw_serve(fuse_fd, &(const fuse_raw_params) { .before_answer = hang });
         close(fuse_fd);
 
         /* The hostile process: nobody, holding the FUSE file and /dev/null open. */
