@@ -24,8 +24,8 @@ MANAGER = re.compile(r"\bManager\s*\*")
 GENERATED = {"config.h"}
 
 
-class TierError(Exception):
-    pass
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tiers_table import TierError, check_uses  # noqa: E402
 
 
 def load(srcroot):
@@ -36,17 +36,7 @@ def load(srcroot):
     for name in cp.sections():
         path = cp[name].get("path", os.path.join("daemon", name))
         tiers[name] = {"uses": cp[name].get("uses", "").split(), "path": path, "program": "path" in cp[name]}
-    for name, t in tiers.items():
-        for u in t["uses"]:
-            if u not in tiers or tiers[u]["program"]:
-                raise TierError(f"daemon/tiers.ini: {name} uses unknown folder {u}")
-            if u == name:
-                raise TierError(f"daemon/tiers.ini: {name} uses itself")
-            for uu in tiers[u]["uses"]:
-                if uu == name:
-                    raise TierError(f"daemon/tiers.ini: cycle between {name} and {u}")
-                if uu not in t["uses"]:
-                    raise TierError(f"daemon/tiers.ini: {name} uses {u}, which uses {uu}: list {uu} in {name}'s uses too")
+    check_uses(tiers, "daemon/tiers.ini", "folder", lambda u: not tiers[u]["program"])
     ddir = os.path.join(srcroot, "daemon")
     for d in sorted(os.listdir(ddir)):
         if os.path.isdir(os.path.join(ddir, d)) and d not in tiers:

@@ -31,8 +31,8 @@ LIBS = {
 MESON_DEPS = re.compile(r"dependencies\s*:\s*\[([^\]]*)\]")
 
 
-class TierError(Exception):
-    pass
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tiers_table import TierError, check_uses  # noqa: E402
 
 
 def load(srcroot):
@@ -52,19 +52,7 @@ def load(srcroot):
             if h in owner:
                 raise TierError(f"tiers.ini: header {h}.h is in both {owner[h]} and {name}")
             owner[h] = name
-    for name, t in tiers.items():
-        for u in t["uses"]:
-            if u not in tiers:
-                raise TierError(f"tiers.ini: {name} uses unknown tier {u}")
-            if u == name:
-                raise TierError(f"tiers.ini: {name} uses itself")
-            # The closure must be spelled out, so the table alone says what a tier may use
-            # (and cycles show up as a tier using itself through another).
-            for uu in tiers[u]["uses"]:
-                if uu == name:
-                    raise TierError(f"tiers.ini: cycle between {name} and {u}")
-                if uu not in t["uses"]:
-                    raise TierError(f"tiers.ini: {name} uses {u}, which uses {uu}: list {uu} in {name}'s uses too")
+    check_uses(tiers, "tiers.ini", "tier")
     incdir = os.path.join(srcroot, "include", "npu-tuned")
     for f in sorted(os.listdir(incdir)):
         if f.endswith(".h") and f[:-2] not in owner:

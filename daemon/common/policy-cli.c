@@ -66,7 +66,7 @@ static int check_against_host(const daemon_options *o, const tune_policy *p, tun
 }
 
 /* Which file set each effective value, and what it replaced: with several files, the
- * answer to "why is this value not mine". */
+ * answer to "why is this value not mine". < 0 (said) when they cannot be listed. */
 static int print_origins(const tune_policy *p, FILE *f) {
         tune_policy_origin *l = NULL;
         unsigned n = 0;
@@ -75,8 +75,10 @@ static int print_origins(const tune_policy *p, FILE *f) {
         if (p->n_files < 2)
                 return 0;
         r = tune_policy_origins(p, &l, &n);
-        if (r < 0)
+        if (r < 0) {
+                fprintf(stderr, "npu-tuned: %s\n", strerror(-r));
                 return r;
+        }
         fprintf(f, "Effective values and the files that set them (files merge in name order):\n");
         for (unsigned i = 0; i < n; i++) {
                 fprintf(f, "  %s = %s  <- %s:%d\n", l[i].key_path, l[i].value, l[i].file, l[i].line);
@@ -136,10 +138,8 @@ int run_check_policy(const daemon_options *o) {
         printf("OK: %u file%s, %u process rule%s, %u accelerator kind%s, %u NUMA override%s, %u warning%s\n", p->n_files,
                p->n_files == 1 ? "" : "s", p->n_rules, p->n_rules == 1 ? "" : "s", p->n_kinds, p->n_kinds == 1 ? "" : "s",
                p->n_overrides, p->n_overrides == 1 ? "" : "s", count_warnings(&errors), count_warnings(&errors) == 1 ? "" : "s");
-        if (print_origins(p, stdout) < 0) {
-                fprintf(stderr, "npu-tuned: out of memory\n");
+        if (print_origins(p, stdout) < 0)
                 goto out;
-        }
         ret = 0;
 out:
         tune_policy_errors_done(&errors);
@@ -168,10 +168,8 @@ int run_print_policy(const daemon_options *o) {
         }
         printf("%s\n", json);
         /* stdout stays the policy (it loads back); where its values come from goes beside it. */
-        if (print_origins(p, stderr) < 0) {
-                fprintf(stderr, "npu-tuned: out of memory\n");
+        if (print_origins(p, stderr) < 0)
                 goto out;
-        }
         ret = 0;
 out:
         tune_policy_errors_done(&errors);

@@ -51,10 +51,7 @@ def start_daemon(root, policy, state, bus_arg, env):
 tmp = tempfile.mkdtemp(prefix="npu-bus-api-")
 bus = buslib.Bus()
 try:
-    root, policy, state = (os.path.join(tmp, x) for x in ("root", "policy", "state"))
-    knobtest.build(root)
-    knobtest.policy(policy)
-    os.mkdir(state, 0o700)
+    root, policy, state = knobtest.fake_host(tmp)
     thp = os.path.join(root, knobtest.THP, "enabled")
 
     # No daemon yet: one clear line and exit 3; topology and check-policy still work.

@@ -56,10 +56,7 @@ def load(p, what):
 tmp = tempfile.mkdtemp(prefix="npu-tunectl-cli-")
 bus = buslib.Bus()
 try:
-    root, policy, state = (os.path.join(tmp, x) for x in ("root", "policy", "state"))
-    knobtest.build(root)
-    knobtest.policy(policy)
-    os.mkdir(state, 0o700)
+    root, policy, state = knobtest.fake_host(tmp)
     host_file = os.path.join(policy, "50-host.json")
 
     # Usage errors: a hint; options after the command; "--" ends the options.

@@ -293,6 +293,15 @@ def diff(a, b):
     return {k: (a.get(k), b.get(k)) for k in set(a) | set(b) if a.get(k) != b.get(k)}
 
 
+def fake_host(tmp):
+    """A fake root with the standard policy, in tmp: (root, policy dir, state dir)."""
+    root, policy_dir, state = (os.path.join(tmp, x) for x in ("root", "policy", "state"))
+    build(root)
+    policy(policy_dir)
+    os.mkdir(state, 0o700)
+    return root, policy_dir, state
+
+
 class Daemon:
     """npu-tuned on a fake root, with a notify socket to wait for READY=1."""
 

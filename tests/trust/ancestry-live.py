@@ -13,13 +13,12 @@ Needs root and the proc connector: skips (77) and says which otherwise.
 Usage: ancestry-live.py NPU_TUNED NPT_ANCESTRY"""
 import os
 import signal
-import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from trustlive import AS_NOBODY, Daemon, fail, install, require_root  # noqa: E402
+from trustlive import Daemon, fail, install, require_root, start_as_nobody  # noqa: E402
 
 npu_tuned, ancestry = sys.argv[1], sys.argv[2]
 DEPTH, CHILDREN = 16, 50
@@ -30,10 +29,7 @@ with tempfile.TemporaryDirectory() as tmp:
     daemon = Daemon(npu_tuned, tmp, "10-default.json")
     proc = None
     try:
-        proc = subprocess.Popen(AS_NOBODY + [fake, str(DEPTH), str(CHILDREN)], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, start_new_session=True)
-        if not proc.stdout.readline().startswith(b"ready"):
-            fail("the chain did not start")
+        proc = start_as_nobody([fake, str(DEPTH), str(CHILDREN)], "the chain", start_new_session=True)
         time.sleep(0.5)
         before = daemon.cpu_s()
         proc.stdin.write(b"go\n")

@@ -11,13 +11,12 @@ over the renames must stay under 1 s. Before: 60-90 ms of regex per rename.
 Needs root and the proc connector: skips (77) and says which otherwise.
 Usage: retitle-live.py NPU_TUNED NPT_RETITLE"""
 import os
-import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from trustlive import AS_NOBODY, Daemon, fail, install, require_root  # noqa: E402
+from trustlive import Daemon, fail, install, require_root, start_as_nobody  # noqa: E402
 
 npu_tuned, retitle = sys.argv[1], sys.argv[2]
 RENAMES = int(os.environ.get("NPT_RENAMES", "1000"))
@@ -29,10 +28,7 @@ with tempfile.TemporaryDirectory() as tmp:
     daemon = Daemon(npu_tuned, tmp, "10-default.json")
     proc = None
     try:
-        proc = subprocess.Popen(AS_NOBODY + [fake, str(RENAMES), str(BYTES)], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE)
-        if not proc.stdout.readline().startswith(b"ready"):
-            fail("the retitling process did not start")
+        proc = start_as_nobody([fake, str(RENAMES), str(BYTES)], "the retitling process")
         time.sleep(0.5)
         before = daemon.cpu_s()
         t0 = time.monotonic()

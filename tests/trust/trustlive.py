@@ -37,6 +37,16 @@ def install(tmp, binary, name):
     return path
 
 
+def start_as_nobody(argv, what, **popen):
+    """argv run as nobody with pipes for stdin and stdout, once it has said "ready"."""
+    proc = subprocess.Popen(AS_NOBODY + argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, **popen)
+    if not proc.stdout.readline().startswith(b"ready"):
+        proc.kill()
+        proc.wait()
+        fail(f"{what} did not start")
+    return proc
+
+
 class Daemon:
     """npu-tuned -v on a policy (a dict, or a shipped policy's file name), state in TMP."""
 
