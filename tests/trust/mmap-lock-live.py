@@ -98,6 +98,15 @@ class Notify:
         self.sock.close()
 
 
+def no_leak_check(env):
+    """Under ASan, LeakSanitizer stops every thread at exit (ptrace), and a worker written
+    off in the kernel does not stop until the trap lets it go: that wait is the
+    sanitizer's, not npu-tuned's (which exit_group() ends at once). Off for the programs
+    that meet the trap."""
+    env["ASAN_OPTIONS"] = ":".join(filter(None, [env.get("ASAN_OPTIONS"), "detect_leaks=0"]))
+    return env
+
+
 class Daemon:
     def __init__(self, tmp, name, policy_dir, watchdog=False):
         self.notify = Notify(os.path.join(tmp, name + ".notify"))
@@ -105,10 +114,7 @@ class Daemon:
         env.pop("JOURNAL_STREAM", None)
         if watchdog:
             env["WATCHDOG_USEC"] = str(WATCHDOG_USEC)
-        # Under ASan, LeakSanitizer stops every thread at exit (ptrace), and a worker
-        # written off in the kernel does not stop until the trap lets it go: that wait is
-        # the sanitizer's, not the daemon's (which exit_group() ends at once).
-        env["ASAN_OPTIONS"] = ":".join(filter(None, [env.get("ASAN_OPTIONS"), "detect_leaks=0"]))
+        no_leak_check(env)
         self.log = open(os.path.join(tmp, name + ".log"), "w+")
         self.started = time.monotonic()
         self.proc = subprocess.Popen([npu_tuned, "--policy-dir", policy_dir, "--state-dir", os.path.join(tmp, "state"),
@@ -279,7 +285,7 @@ with tempfile.TemporaryDirectory() as tmp:
         trap = Trap(tmp)
         traps.append(trap)
         trap.arm()
-        env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=f"unix:path={os.path.join(tmp, 'no-bus')}")
+        env = no_leak_check(dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=f"unix:path={os.path.join(tmp, 'no-bus')}"))
         t0 = time.monotonic()
         try:
             ex = subprocess.run([npu_tuned, "--policy-dir", policy_dir, "--explain", str(trap.pid), "--json"],
