@@ -11,7 +11,7 @@ the daemon re-reads it on (the test policy matches its exe). The real npu-tuned,
 policy that places threads-target by role on this machine's two CPUs; one trap per check:
   (a) a root threads-target started 0.5 s after the trap is armed is placed within 500 ms,
       and the watchdog pings (WATCHDOG_USEC=2 s; sd-event pings every 1/2 to 3/4 of it)
-      never pause longer than 0.9 of the interval;
+      never pause longer than 0.95 of the interval (systemd acts at the whole of it);
   (b) SIGTERM stops the daemon within 1 s;
   (c) a daemon started while the trap holds sends READY=1 within 2 s (its start-up scan
       reads the trapped process);
@@ -245,9 +245,9 @@ with tempfile.TemporaryDirectory() as tmp:
         gap = max(gaps)
         # sd-event pings every 1/2 to 3/4 of the interval; a loop that stalls shows as a
         # longer pause, and systemd kills at the interval.
-        check(gap < 0.9 * WATCHDOG_USEC / 1e6,
+        check(gap < 0.95 * WATCHDOG_USEC / 1e6,
               f"(a) watchdog pings during the hold: {len(pings)}, longest pause {gap * 1000:.0f} ms "
-              f"(interval {WATCHDOG_USEC // 1000} ms, pings every 1/2-3/4 of it; limit {0.9 * WATCHDOG_USEC / 1000:.0f} ms)")
+              f"(interval {WATCHDOG_USEC // 1000} ms, pings every 1/2-3/4 of it; limit {0.95 * WATCHDOG_USEC / 1000:.0f} ms)")
         trap.close()
 
         # (b) SIGTERM while the trap holds.
