@@ -9,7 +9,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -110,6 +115,77 @@ static void test_stays_inside_root(void **state) {
         free(s);
 }
 
+/* A kernel without openat2 (before 5.6: openEuler 20.03's 4.19, CentOS 7's 3.10/4.14), as
+ * a seccomp filter makes it: openat2 fails with ENOSYS. The root must stay confined all
+ * the same (before: a plain openat() followed "/etc/hostname" out of the tree). In a
+ * child, as a seccomp filter cannot be taken back. */
+static int without_openat2(void) {
+        struct sock_filter filter[] = {
+                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat2, 0, 1),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        };
+        struct sock_fprog prog = { .len = (unsigned short) ELEMENTSOF(filter), .filter = filter };
+
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0)
+                return -errno;
+        return syscall(SYS_openat2, AT_FDCWD, ".", NULL, 0) < 0 && errno == ENOSYS ? 0 : -EIO;
+}
+
+static void test_stays_inside_root_without_openat2(void **state) {
+        char link[512], deep[512];
+        int status;
+        pid_t pid;
+        (void) state;
+
+        /* More ways out: a relative link climbing past the root, a link to a directory
+         * outside, a chain of links, ".." inside a link's target. */
+        snprintf(link, sizeof link, "%s/sys/climb", root);
+        assert_int_equal(symlink("../../../../../../etc/hostname", link), 0);
+        snprintf(link, sizeof link, "%s/sys/etcdir", root);
+        assert_int_equal(symlink("/etc", link), 0);
+        snprintf(link, sizeof link, "%s/sys/chain", root);
+        assert_int_equal(symlink("inside", link), 0);
+        snprintf(deep, sizeof deep, "%s/sys/d", root);
+        assert_int_equal(mkdir(deep, 0755), 0);
+        snprintf(link, sizeof link, "%s/sys/d/up", root);
+        assert_int_equal(symlink("../a", link), 0);
+        pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                tune_ctx *ctx = NULL;
+                char *s = NULL;
+                int fails = 0;
+                if (without_openat2() < 0)
+                        _exit(77);
+#define CHECK(cond) fails += !(cond) && fprintf(stderr, "without openat2: failed: %s\n", #cond) > 0
+                CHECK(tune_ctx_new(root, &ctx) == 0);
+                CHECK(tune_read_string(ctx, "/sys/escape", &s) == -ENOENT);
+                CHECK(tune_read_string(ctx, "/sys/climb", &s) == -ENOENT);
+                CHECK(tune_read_string(ctx, "/sys/etcdir/hostname", &s) == -ENOENT);
+                CHECK(tune_read_string(ctx, "/../../../../etc/hostname", &s) == -ENOENT);
+                CHECK(!tune_exists(ctx, "/sys/escape"));
+                CHECK(tune_read_string(ctx, "/sys/inside", &s) == 0 && streq(s, "hello"));
+                free(s);
+                CHECK(tune_read_string(ctx, "/sys/chain", &s) == 0 && streq(s, "hello"));
+                free(s);
+                CHECK(tune_read_string(ctx, "/sys/d/up", &s) == 0 && streq(s, "hello"));
+                free(s);
+                CHECK(tune_read_string(ctx, "/sys/d/../a", &s) == 0 && streq(s, "hello"));
+                free(s);
+                CHECK(tune_write_string(ctx, "/sys/climb", "x") == -ENOENT);
+#undef CHECK
+                tune_ctx_free(ctx);
+                _exit(fails ? 1 : 0);
+        }
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status));
+        if (WEXITSTATUS(status) == 77)
+                skip();
+        assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 static void test_writes(void **state) {
         _cleanup_(tune_ctx_freep) tune_ctx *ctx = NULL;
         char *s;
@@ -179,6 +255,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_reads),
                 cmocka_unit_test(test_stays_inside_root),
+                cmocka_unit_test(test_stays_inside_root_without_openat2),
                 cmocka_unit_test(test_writes),
                 cmocka_unit_test(test_not_sysfs),
                 cmocka_unit_test(test_live),

@@ -150,7 +150,7 @@ static int entry_manage(Entry *e, int *pidfd, bool at_exec) {
         Watcher *w = e->w;
         tune_proc_stat st;
         uint64_t now = watcher_now_usec(w);
-        int fd, r;
+        int fd, r, pidfd_errno = 0;
 
         if (w->stats.managed >= w->params.max_managed && !watcher_budget_vouched(e->p.rule, e->p.uid)) {
                 w->stats.skipped_full++;
@@ -175,6 +175,8 @@ static int entry_manage(Entry *e, int *pidfd, bool at_exec) {
         } else {
                 /* Below a test root the pid is not a real process's: no pidfd, start times only. */
                 fd = tune_ctx_is_live(w->ctx) ? (int) syscall(SYS_pidfd_open, e->p.pid, 0) : -EBADF;
+                /* Kept now: the reads below overwrite errno, and the log said "Success". */
+                pidfd_errno = fd < 0 ? errno : 0;
                 /* The pidfd names whatever had this pid when it was opened: only if the start
                  * time still matches now is it our process (a live process keeps its pid). */
                 r = tune_proc_read_stat(w->ctx, e->p.pid, &st);
@@ -185,7 +187,7 @@ static int entry_manage(Entry *e, int *pidfd, bool at_exec) {
                 }
         }
         if (fd < 0 && tune_ctx_is_live(w->ctx))
-                log_debug_errno(errno, "pidfd_open(%d) failed, checking start times instead: %m", (int) e->p.pid);
+                log_debug_errno(pidfd_errno, "pidfd_open(%d) failed, checking start times instead: %m", (int) e->p.pid);
         else {
                 e->p.pidfd = fd;
                 /* Matched at its exec, its main thread is the one that exec'd: its EXIT event

@@ -5,6 +5,7 @@
 #include <sys/syscall.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,6 +79,93 @@ static const char *relative(const char *path) {
 /* Enough that a rename storm on a 2-CPU machine never wins (tests/test-root-resolve-race.sh
  * makes it fail most runs without the retry); small enough that a walk can never spin. */
 #define OPENAT2_EAGAIN_RETRIES 64
+/* Symlinks followed in one walk, as the kernel's MAXSYMLINKS. */
+#define IN_ROOT_LINKS_MAX 40
+
+/* Whether fd is the root directory itself (its ".." must stay there). */
+static bool is_root(int fd, const struct stat *root) {
+        struct stat st;
+        return fstat(fd, &st) >= 0 && st.st_dev == root->st_dev && st.st_ino == root->st_ino;
+}
+
+/* RESOLVE_IN_ROOT done by hand, for kernels without openat2 (before 5.6): one component
+ * at a time with O_NOFOLLOW, each symlink read and walked again from the root when it is
+ * absolute, ".." at the root staying there. Without it the fallback was a plain openat(),
+ * and a symlink in a capture or fake tree could make the daemon read or write the host's
+ * files. Races with renames inside the tree are the tree owner's problem, as the tree is
+ * given by --root (a test's or root's): what cannot happen is that a link escapes. */
+static int open_in_root(int root_fd, const char *path, int flags, mode_t mode) {
+        _cleanup_free_ char *todo = strdup(path);
+        _cleanup_close_ int cur = -EBADF;
+        struct stat root_st;
+        unsigned links = 0;
+        char *p;
+
+        if (!todo)
+                return -ENOMEM;
+        if (fstat(root_fd, &root_st) < 0)
+                return negative_errno();
+        cur = fcntl(root_fd, F_DUPFD_CLOEXEC, 3);
+        if (cur < 0)
+                return negative_errno();
+        for (p = todo;;) {
+                char *comp, *end;
+                bool last;
+                struct stat st;
+                int fd;
+
+                while (*p == '/')
+                        p++;
+                if (!*p) /* "/" or a path ending in "..": the directory reached */
+                        return (fd = openat(cur, ".", flags | O_CLOEXEC, mode)) < 0 ? negative_errno() : fd;
+                comp = p;
+                end = strchrnul(p, '/');
+                p = *end ? end + 1 : end;
+                *end = 0;
+                last = !*p || strspn(p, "/") == strlen(p);
+                if (streq(comp, "."))
+                        continue;
+                if (streq(comp, "..")) {
+                        if (is_root(cur, &root_st))
+                                continue;
+                        fd = openat(cur, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+                        if (fd < 0)
+                                return negative_errno();
+                        close(cur);
+                        cur = fd;
+                        continue;
+                }
+                if ((!last || !(flags & O_NOFOLLOW)) && fstatat(cur, comp, &st, AT_SYMLINK_NOFOLLOW) >= 0 &&
+                    S_ISLNK(st.st_mode)) {
+                        char target[PATH_MAX];
+                        ssize_t n = readlinkat(cur, comp, target, sizeof target - 1);
+                        char *next;
+                        if (n < 0)
+                                return negative_errno();
+                        if (++links > IN_ROOT_LINKS_MAX)
+                                return -ELOOP;
+                        target[n] = 0;
+                        if (asprintf(&next, "%s/%s", target, p) < 0)
+                                return -ENOMEM;
+                        free(todo);
+                        todo = p = next;
+                        if (target[0] == '/') {
+                                close(cur);
+                                cur = fcntl(root_fd, F_DUPFD_CLOEXEC, 3);
+                                if (cur < 0)
+                                        return negative_errno();
+                        }
+                        continue;
+                }
+                if (last)
+                        return (fd = openat(cur, comp, flags | O_NOFOLLOW | O_CLOEXEC, mode)) < 0 ? negative_errno() : fd;
+                fd = openat(cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (fd < 0)
+                        return negative_errno();
+                close(cur);
+                cur = fd;
+        }
+}
 
 int tune_open(const tune_ctx *ctx, const char *path, int flags, mode_t mode) {
         int fd;
@@ -103,6 +191,8 @@ int tune_open(const tune_ctx *ctx, const char *path, int flags, mode_t mode) {
                 }
                 if (fd >= 0 || errno != ENOSYS)
                         return fd < 0 ? negative_errno() : fd;
+                /* No openat2 (Linux < 5.6, or a seccomp filter that hides it). */
+                return open_in_root(ctx->root_fd, relative(path), flags, mode);
         }
         fd = openat(ctx->root_fd, relative(path), flags | O_CLOEXEC, mode);
         return fd < 0 ? negative_errno() : fd;
