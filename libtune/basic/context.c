@@ -1,8 +1,23 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <sys/syscall.h>
+/* openat2 and its struct came with Linux 5.6's headers; the older ones of openEuler 20.03,
+ * Kylin V10 or CentOS 7 lack them. The daemon then falls back at run time anyway
+ * (open_in_root()), so declaring them here costs nothing where the kernel has it. */
+#if __has_include(<linux/openat2.h>)
+#include <linux/openat2.h>
+#else
+struct open_how {
+        uint64_t flags;
+        uint64_t mode;
+        uint64_t resolve;
+};
+#define RESOLVE_IN_ROOT 0x10
+#endif
+#ifndef SYS_openat2
+#define SYS_openat2 437 /* the same number on every architecture */
+#endif
 #include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
