@@ -112,7 +112,7 @@ int replan(Placement *p, managed_process *mp, const char *why);
 void apply_process(Placement *p, managed_process *mp);
 /* The placer changed other processes' CPUs: re-pin those. */
 /* Pin the processes whose plans changed with cause's (its arrival, change or exit), and
- * say so for each. */
+ * say so in one line. */
 void apply_changed(Placement *p, const tune_keys *changed, pid_t cause);
 void log_placement(const Placement *p, const managed_process *mp, const tune_plan *pl, bool dry_run);
 

@@ -65,6 +65,17 @@ int refresh_cpuset(Placement *p, managed_process *mp, placed_process *pp) {
         return !same;
 }
 
+/* A re-planned process's new CPUs, for the debug log. */
+static void log_placement_debug(const Placement *p, const managed_process *mp) {
+        const tune_plan *pl = tune_placer_get(p->placer, ((const placed_process *) mp->userdata)->key);
+        _cleanup_free_ char *pool = NULL;
+
+        if (log_get_max_level() < LOG_DEBUG || !pl || pl->action != TUNE_PLAN_PLACE)
+                return;
+        (void) tune_cpuset_format_list(&pl->pool, &pool);
+        log_debug("pid %d re-planned: CPUs %s.", mp->pid, pool ? pool : "?");
+}
+
 void apply_process(Placement *p, managed_process *mp) {
         placed_process *pp = mp->userdata;
         const tune_plan *pl = tune_placer_get(p->placer, pp->key);
@@ -116,22 +127,29 @@ void apply_process(Placement *p, managed_process *mp) {
 }
 
 void apply_changed(Placement *p, const tune_keys *changed, pid_t cause) {
+        char pids[128] = "";
+        size_t len = 0;
+        unsigned moved = 0;
+
         for (unsigned i = 0; i < changed->n; i++) {
                 managed_process *other = placement_find_process(p, changed->keys[i]);
-                const tune_plan *pl;
                 if (!other)
                         continue;
                 apply_process(p, other);
-                /* Its share moved because of another process: said, as when it was placed
-                 * (a placement that changes without a word is a mystery to an operator). */
-                pl = tune_placer_get(p->placer, ((placed_process *) other->userdata)->key);
-                if (pl && pl->action == TUNE_PLAN_PLACE && !p->dry_run) {
-                        log_info("pid %d re-planned: pid %d changed what its nodes' processes share.", other->pid,
-                                 (int) cause);
-                        p->stats.placements++;
-                        event_process_placed(p->events, other, pl, ((placed_process *) other->userdata)->cpuset.container);
-                }
+                log_placement_debug(p, other);
+                /* Named in one line per cause, not an event each: in a burst every arrival
+                 * moves all the others on its node, and a line (or a signal) each would
+                 * make the log quadratic in the burst. */
+                if (moved++ < 8 && len < sizeof pids)
+                        len += (size_t) snprintf(pids + len, sizeof pids - len, "%s%d", moved > 1 ? ", " : "",
+                                                 other->pid);
         }
+        /* Their shares moved because of another process: said (a placement that changes
+         * without a word is a mystery to an operator); each one's CPUs are in the debug log
+         * and in Explain(). */
+        if (moved > 0 && !p->dry_run)
+                log_info("pid %d changed what its nodes' processes share: re-planned %u other process(es): %s%s.",
+                         (int) cause, moved, pids, moved > 8 ? ", ..." : "");
 }
 
 static bool placement_same(const tune_plan *a, const tune_plan *b) {
