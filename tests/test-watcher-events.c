@@ -78,6 +78,16 @@ static void drop(world *t, pid_t pid, pid_t tid) {
 }
 
 /* A process with its main thread, as /proc shows it. */
+/* /proc/PID/status of a process of uid. */
+static void put_status(world *t, pid_t pid, const char *comm, uid_t uid) {
+        char rel[64], text[256];
+
+        snprintf(rel, sizeof rel, "proc/%d/status", pid);
+        snprintf(text, sizeof text, "Name:\t%s\nTgid:\t%d\nPid:\t%d\nPPid:\t1\nUid:\t%u\t%u\t%u\t%u\n", comm, pid, pid,
+                 (unsigned) uid, (unsigned) uid, (unsigned) uid, (unsigned) uid);
+        put(t, rel, text);
+}
+
 static void put_process(world *t, pid_t pid, uint64_t start_time, const char *comm, const char *exe) {
         char rel[128], text[512], link[512];
 
@@ -85,10 +95,7 @@ static void put_process(world *t, pid_t pid, uint64_t start_time, const char *co
         snprintf(text, sizeof text, "%d (%s) S 1 %d %d 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 %llu 0 0\n", pid, comm, pid,
                  pid, (unsigned long long) start_time);
         put(t, rel, text);
-        snprintf(rel, sizeof rel, "proc/%d/status", pid);
-        snprintf(text, sizeof text, "Name:\t%s\nTgid:\t%d\nPid:\t%d\nPPid:\t1\nUid:\t1000\t1000\t1000\t1000\n", comm, pid,
-                 pid);
-        put(t, rel, text);
+        put_status(t, pid, comm, 1000);
         snprintf(rel, sizeof rel, "proc/%d/comm", pid);
         snprintf(text, sizeof text, "%s\n", comm);
         put(t, rel, text);
@@ -544,7 +551,7 @@ static void test_table_full_vouched(void **state) {
         expect(t, ""); /* no room for uid 1000's second: the rule names no user */
         /* Root's: vouched. */
         put_process(t, 300, 3000, "trainer", "/usr/bin/python3");
-        put(t, "proc/300/status", "Name:\ttrainer\nTgid:\t300\nPid:\t300\nPPid:\t1\nUid:\t0\t0\t0\t0\n");
+        put_status(t, 300, "trainer", 0);
         exec_event(t, 300);
         expect(t, "matched 300 trainer threads=1\n");
         /* A rule that names the user (vllm: "user": 1000): vouched too. */
@@ -562,7 +569,7 @@ static void test_table_full_vouched(void **state) {
 static void test_nine_users_full_table(void **state) {
         world *t = *state;
         watcher_stats st;
-        char text[256], rel[64], want[64];
+        char want[64];
         pid_t pid = 10000;
 
         assert_int_equal(t->w->params.max_managed, 4096);
@@ -570,19 +577,14 @@ static void test_nine_users_full_table(void **state) {
         for (unsigned uid = 2000; uid < 2009; uid++)
                 for (unsigned i = 0; i < 520; i++, pid++) {
                         put_process(t, pid, (uint64_t) pid * 10, "trainer", "/usr/bin/python3");
-                        snprintf(rel, sizeof rel, "proc/%d/status", pid);
-                        snprintf(text, sizeof text, "Name:\ttrainer\nTgid:\t%d\nPid:\t%d\nPPid:\t1\nUid:\t%u\t%u\t%u\t%u\n",
-                                 pid, pid, uid, uid, uid, uid);
-                        put(t, rel, text);
+                        put_status(t, pid, "trainer", uid);
                         exec_event(t, pid);
                 }
         watcher_get_stats(t->w, &st);
         assert_int_equal(st.managed, 4096);
         t->quiet = false;
         put_process(t, pid, (uint64_t) pid * 10, "trainer", "/usr/bin/python3");
-        snprintf(rel, sizeof rel, "proc/%d/status", pid);
-        snprintf(text, sizeof text, "Name:\ttrainer\nTgid:\t%d\nPid:\t%d\nPPid:\t1\nUid:\t0\t0\t0\t0\n", pid, pid);
-        put(t, rel, text);
+        put_status(t, pid, "trainer", 0);
         exec_event(t, pid);
         snprintf(want, sizeof want, "matched %d trainer threads=1\n", pid);
         expect(t, want);
@@ -806,7 +808,7 @@ static void test_matches_per_user(void **state) {
         assert_int_equal(st.managed, 64);
         /* Root's trainer is managed all the same. */
         put_process(t, 4066, 40066, "trainer", "/usr/bin/python3");
-        put(t, "proc/4066/status", "Name:\ttrainer\nTgid:\t4066\nPid:\t4066\nPPid:\t1\nUid:\t0\t0\t0\t0\n");
+        put_status(t, 4066, "trainer", 0);
         exec_event(t, 4066);
         expect(t, "matched 4066 trainer threads=1\n");
         /* One of the user's processes goes: the refused one is taken at its next look (an
