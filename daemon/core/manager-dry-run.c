@@ -41,10 +41,8 @@ static void print_plan(const managed_process *mp, const tune_plan *pl) {
 
 static int dry_run_processes(Manager *m) {
         _cleanup_(tune_placer_freep) tune_placer *placer = NULL;
-        _cleanup_(watcher_freep) Watcher *w = NULL;
         _cleanup_free_ managed_process **planned = NULL;
         _cleanup_free_ pid_t *pids = NULL;
-        watcher_params params;
         size_t n = 0, n_planned = 0;
         int r;
 
@@ -52,14 +50,10 @@ static int dry_run_processes(Manager *m) {
                 printf("# processes: not looked at (--root or --no-watch: /proc is not this host's)\n");
                 return 0;
         }
-        watcher_params_from_policy(m->policy, &params);
-        r = watcher_new(m->event, m->ctx, &m->accels, m->policy, &params, NULL, NULL, &w);
+        r = manager_offline_planner(m, &placer);
         if (r < 0)
-                return log_error_errno(r, "Failed to set up process matching: %m");
-        tune_plan_params pp = { .housekeeping_cpus_per_node = m->policy ? m->policy->host.irq_housekeeping_cpus_per_node : 0 };
-        r = tune_placer_new(m->topology, &pp, &placer);
-        if (r >= 0)
-                r = tune_proc_list_pids(m->ctx, &pids, &n);
+                return r;
+        r = tune_proc_list_pids(m->ctx, &pids, &n);
         if (r < 0)
                 return log_error_errno(r, "Failed to list processes: %m");
         planned = calloc(n + 1, sizeof *planned);
@@ -67,14 +61,10 @@ static int dry_run_processes(Manager *m) {
                 return log_oom();
         /* In pid order, as the start-up scan serves them. */
         for (size_t i = 0; i < n; i++) {
-                _cleanup_(process_cpuset_done) process_cpuset cs = {};
                 managed_process *mp;
-                if (watcher_evaluate_pid(w, pids[i], &mp) < 0)
+                if (watcher_evaluate_pid(m->watcher, pids[i], &mp) < 0)
                         continue;
-                r = process_cpuset_read(m->ctx, m->topology, mp->pid, &cs);
-                if (r < 0 && r != -ESRCH)
-                        log_warning_errno(r, "Failed to read the cgroup cpuset of pid %d, planning without it: %m", mp->pid);
-                r = placement_plan_process(placer, m->ctx, &m->accels, mp, &cs, NULL);
+                r = manager_plan_process(m, placer, mp, NULL);
                 if (r < 0)
                         return log_error_errno(r, "Failed to plan pid %d: %m", mp->pid);
                 planned[n_planned++] = mp;

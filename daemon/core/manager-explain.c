@@ -72,21 +72,33 @@ int manager_explain(Manager *m, pid_t pid, uid_t asker, json_object **ret) {
 
 /* Plan mp as the daemon would (its claim, inside its cgroup's cpuset); *cs (may be NULL)
  * gets the cpuset. */
-static int plan_process(const tune_ctx *ctx, const tune_topology *t, const tune_accels *all, tune_placer *placer,
-                        managed_process *mp, process_cpuset *cs) {
+int manager_plan_process(Manager *m, tune_placer *placer, managed_process *mp, process_cpuset *cs) {
         process_cpuset own = {};
         int r;
 
-        r = process_cpuset_read(ctx, t, mp->pid, &own);
+        r = process_cpuset_read(m->ctx, m->topology, mp->pid, &own);
         if (r < 0 && r != -ESRCH)
                 log_warning_errno(r, "Failed to read the cgroup cpuset of pid %d, planning without it: %m", mp->pid);
-        r = placement_plan_process(placer, ctx, all, mp, &own, NULL);
+        r = placement_plan_process(placer, m->ctx, &m->accels, mp, &own, NULL);
         if (cs) {
                 process_cpuset_done(cs);
                 *cs = own;
         } else
                 process_cpuset_done(&own);
         return r;
+}
+
+int manager_offline_planner(Manager *m, tune_placer **ret) {
+        watcher_params params;
+        int r;
+
+        watcher_params_from_policy(m->policy, &params);
+        r = watcher_new(m->event, m->ctx, &m->accels, m->policy, &params, NULL, NULL, &m->watcher);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up process matching: %m");
+        tune_plan_params pp = { .housekeeping_cpus_per_node = m->policy ? m->policy->host.irq_housekeeping_cpus_per_node : 0 };
+        r = tune_placer_new(m->topology, &pp, ret);
+        return r < 0 ? log_oom() : 0;
 }
 
 /* Who binds mp's threads, as the daemon would see it now: the rule and the engine's
@@ -114,8 +126,7 @@ int manager_explain_offline(const daemon_options *o, json_object **ret) {
         _cleanup_(manager_freep) Manager *m = NULL;
         _cleanup_(tune_placer_freep) tune_placer *placer = NULL;
         _cleanup_free_ pid_t *pids = NULL;
-        Watcher *w = NULL;
-        watcher_params params;
+        Watcher *w;
         managed_process *target = NULL;
         _cleanup_(process_cpuset_done) process_cpuset target_cpuset = {};
         size_t n = 0;
@@ -131,15 +142,10 @@ int manager_explain_offline(const daemon_options *o, json_object **ret) {
         /* A process that holds its memory map cannot hold --explain either: what could not
          * be read in time is said on stderr, and the explanation goes on without it. */
         proc_guard_set_note(m->guard, "explained without it (counted as unreadable)");
-        watcher_params_from_policy(m->policy, &params);
-        r = watcher_new(m->event, m->ctx, &m->accels, m->policy, &params, NULL, NULL, &w);
+        r = manager_offline_planner(m, &placer);
         if (r < 0)
-                return log_error_errno(r, "Failed to set up process matching: %m");
-        m->watcher = w;
-        tune_plan_params pp = { .housekeeping_cpus_per_node = m->policy ? m->policy->host.irq_housekeeping_cpus_per_node : 0 };
-        r = tune_placer_new(m->topology, &pp, &placer);
-        if (r < 0)
-                return log_oom();
+                return r;
+        w = m->watcher;
 
         r = watcher_evaluate_pid(w, o->explain_pid, &target);
         if (r == -ESRCH) {
@@ -162,7 +168,7 @@ int manager_explain_offline(const daemon_options *o, json_object **ret) {
                 managed_process *other;
                 if (pids[i] == o->explain_pid || watcher_evaluate_pid(w, pids[i], &other) < 0)
                         continue;
-                if (plan_process(m->ctx, m->topology, &m->accels, placer, other, NULL) < 0)
+                if (manager_plan_process(m, placer, other, NULL) < 0)
                         return log_oom();
         }
         r = watcher_evaluate_pid(w, o->explain_pid, &target);
@@ -170,7 +176,7 @@ int manager_explain_offline(const daemon_options *o, json_object **ret) {
                 fprintf(stderr, "npu-tuned: process %d went away\n", o->explain_pid);
                 return r;
         }
-        r = plan_process(m->ctx, m->topology, &m->accels, placer, target, &target_cpuset);
+        r = manager_plan_process(m, placer, target, &target_cpuset);
         if (r < 0)
                 return log_error_errno(r, "Failed to plan process %d: %m", o->explain_pid);
         const tune_plan *pl = tune_placer_get(placer, placement_key(target->pid, target->start_time));

@@ -50,6 +50,13 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
 int manager_start(Manager *m);
 /* The knob part's start (with --dry-run: it prints current -> desired and changes nothing). */
 int manager_start_knobs(Manager *m);
+/* For the one-shot modes that plan what runs now (--explain without a daemon, --dry-run):
+ * m->watcher set up without a consumer, and an empty placer as the daemon's. */
+int manager_offline_planner(Manager *m, struct tune_placer **ret);
+/* Plan mp in placer as the daemon would: its claim, inside its cgroup's cpuset; *cs (may
+ * be NULL) gets the cpuset. */
+struct process_cpuset;
+int manager_plan_process(Manager *m, struct tune_placer *placer, managed_process *mp, struct process_cpuset *cs);
 /* manager-dry-run.c: npu-tuned --dry-run, one shot: the exit status. */
 int manager_dry_run_once(const daemon_options *o);
 int manager_run(Manager *m);
