@@ -13,7 +13,6 @@
 #include "manager.h"
 #include "npu-tuned/proc.h"
 #include "placement.h"
-#include "process-cpuset.h"
 #include "watcher.h"
 
 static const char *or_dash(const char *s) {
