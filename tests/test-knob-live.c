@@ -177,8 +177,7 @@ static void managed_irq_probe(void) {
                 }
                 refused++;
                 if (len + 40 < sizeof list)
-                        len += (size_t) snprintf(list + len, sizeof list - len, "%s%s (%s)", len ? ", " : "", de->d_name,
-                                                 strerrorname_np(-r) ? strerrorname_np(-r) : "?");
+                        len += (size_t) snprintf(list + len, sizeof list - len, "%s%s (%s)", len ? ", " : "", de->d_name, strerror(-r));
                 CHECK(r == -EIO || r == -EPERM || r == -EACCES || r == -EINVAL, "IRQ %s: unexpected %s", de->d_name,
                       strerror(-r));
         }
