@@ -496,12 +496,14 @@ const sd_bus_vtable manager_vtable[] = {
         SD_BUS_PROPERTY("StartedAt", "t", property_get_started_at, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("LastReload", "(tbs)", property_get_last_reload, 0, 0),
         SD_BUS_PROPERTY("PolicyWarnings", "u", property_get_policy_warnings, 0, 0),
-        SD_BUS_METHOD_WITH_ARGS("ListProcesses", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(utssssa(ss)sd)", processes),
-                                method_list_processes, SD_BUS_VTABLE_UNPRIVILEGED),
+        /* _WITH_NAMES where there is no argument: libsystemd's headers before 249 drop the
+         * result's name after SD_BUS_NO_ARGS (systemd 247 on Debian 11, openEuler 22.03). */
+        SD_BUS_METHOD_WITH_NAMES("ListProcesses", "", "", "a(utssssa(ss)sd)", SD_BUS_PARAM(processes),
+                                 method_list_processes, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("Explain", SD_BUS_ARGS("u", pid), SD_BUS_RESULT("s", json), method_explain,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_ARGS("GetTopology", SD_BUS_NO_ARGS, SD_BUS_RESULT("s", json), method_get_topology,
-                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("GetTopology", "", "", "s", SD_BUS_PARAM(json), method_get_topology,
+                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("Reload", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_reload, 0),
         SD_BUS_METHOD_WITH_ARGS("Rescan", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_rescan, 0),
         SD_BUS_METHOD_WITH_ARGS("Release", SD_BUS_ARGS("u", pid), SD_BUS_NO_RESULT, method_release, 0),
