@@ -30,6 +30,7 @@ typedef struct known_difference {
         const char *capture;
         const char *what; /* "nodes" or a PCI address */
         const char *why;
+        unsigned hwloc_before; /* only with a hwloc whose API version is below this (0: any) */
 } known_difference;
 
 static const known_difference KNOWN_DIFFERENCES[] = {
@@ -49,6 +50,11 @@ static const known_difference KNOWN_DIFFERENCES[] = {
           "enforces: 0-87 of the online 0-15,88-103." },
         { "nvidiagpunumanodes", "mems_usable",
           "the same cgroup: cpuset.mems 0,8,250-255 configured, cpuset.effective_mems 0 enforced." },
+        /* hwloc learnt an offline node 0 in 2.5.0 (its NEWS); Debian 11 and other older
+         * distributions ship 2.4, which puts the online CPUs of node 1 in a node 0. */
+        { "offline-cpu0-node0", "nodes", "hwloc before 2.5 does not support NUMA node 0 being offline", 0x00020500 },
+        { "offline-cpu0-node0", "mems_usable", "hwloc before 2.5 does not support NUMA node 0 being offline",
+          0x00020500 },
 };
 
 /* What npu-tuned must report for a capture whatever hwloc says (the facts). */
@@ -64,7 +70,8 @@ static int checked, differences, failures;
 
 static const char *known(const char *capture, const char *what) {
         for (size_t i = 0; i < ELEMENTSOF(KNOWN_DIFFERENCES); i++)
-                if (streq(KNOWN_DIFFERENCES[i].capture, capture) && streq(KNOWN_DIFFERENCES[i].what, what))
+                if (streq(KNOWN_DIFFERENCES[i].capture, capture) && streq(KNOWN_DIFFERENCES[i].what, what) &&
+                    (KNOWN_DIFFERENCES[i].hwloc_before == 0 || hwloc_get_api_version() < KNOWN_DIFFERENCES[i].hwloc_before))
                         return KNOWN_DIFFERENCES[i].why;
         return NULL;
 }
@@ -179,7 +186,8 @@ static void compare_capture(const char *name, const char *root) {
                 printf("FAIL %s: expected a difference in nodes, found none\n", name);
                 failures++;
         }
-        if (t->nodes_overlap != !!known(name, "nodes")) {
+        /* The one capture whose kernel nodes overlap (see KNOWN_DIFFERENCES). */
+        if (t->nodes_overlap != streq(name, "8em64t-2s2ca2c-buggynuma")) {
                 printf("FAIL %s: nodes_overlap is %d\n", name, t->nodes_overlap);
                 failures++;
         }
