@@ -32,11 +32,15 @@ with tempfile.TemporaryDirectory() as tmp:
     print("ok: systemd-analyze verify: clean")
     s = subprocess.run(["systemd-analyze", "security", "--offline=yes", path], capture_output=True, text=True)
     level = re.search(r"Overall exposure level for \S+: (\d+\.\d+)", s.stdout + s.stderr)
-    if not level:
+    if not level and "unrecognized option '--offline" in s.stderr:
+        # systemd before 250 (Debian 11: 247) rates only loaded units, not a file.
+        print("SKIP (part): this systemd-analyze has no security --offline (systemd >= 250): exposure not rated")
+    elif not level:
         print(f"FAIL: no exposure level in:\n{s.stdout}{s.stderr}")
         sys.exit(1)
-    if float(level.group(1)) > 2.5:
+    elif float(level.group(1)) > 2.5:
         print(f"FAIL: exposure {level.group(1)} > 2.5:\n{s.stdout}")
         sys.exit(1)
-    print(f"ok: systemd-analyze security --offline=yes: exposure {level.group(1)} (at most 2.5)")
+    else:
+        print(f"ok: systemd-analyze security --offline=yes: exposure {level.group(1)} (at most 2.5)")
 print("PASS")
