@@ -323,7 +323,7 @@ sq() { printf "'%s'" "${1//\'/\'\\\'\'}"; } # single-quote for sh
 
 if [[ $arch == aarch64 ]]; then
 	# pauth-impdef: QEMU's own pointer-authentication hash, far cheaper under TCG than QARMA
-	machine=(-machine virt,gic-version=3 -cpu max,pauth-impdef=on)
+	machine=(-machine "virt,gic-version=3" -cpu "max,pauth-impdef=on")
 else
 	machine=(-machine q35 -cpu max)
 fi

@@ -116,7 +116,7 @@ mkdir -p "$debs"
 chmod 0755 "$debs"
 if [[ $(id -u) == 0 ]] && getent passwd _apt >/dev/null; then chown _apt "$debs"; fi
 get=()
-while IFS== read -r p v; do
+while IFS="=" read -r p v; do
 	# a .deb's file name carries the version with ':' (an epoch) as %3a
 	ls "$debs/${p}_${v//:/%3a}_arm64.deb" >/dev/null 2>&1 || get+=("$p:arm64=$v")
 done <<<"$want"
@@ -130,7 +130,7 @@ fi
 
 log "unpacking $(wc -l <<<"$want") packages into $sysroot"
 find "$sysroot" -mindepth 1 -maxdepth 1 ! -name .debs -exec rm -rf {} +
-while IFS== read -r p v; do
+while IFS="=" read -r p v; do
 	deb="$debs/${p}_${v//:/%3a}_arm64.deb"
 	[[ -f $deb ]] || die "missing $deb after download"
 	dpkg-deb -x "$deb" "$sysroot"
