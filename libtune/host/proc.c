@@ -16,6 +16,21 @@
 #include "npu-tuned/parse.h"
 #include "npu-tuned/proc.h"
 
+/* statx() came with glibc 2.28 and getdents64() with 2.30 (Kylin V10 has 2.28, CentOS 7
+ * 2.17); the system calls are older (statx: Linux 4.11, its struct in the kernel headers
+ * of 4.11). Without statx (Linux < 4.11) the open-file scan finds no device: ENOSYS. */
+#if defined(__GLIBC__) && !__GLIBC_PREREQ(2, 30)
+#include <sys/syscall.h>
+#define getdents64(fd, buf, n) syscall(SYS_getdents64, fd, buf, n)
+#endif
+#if defined(__GLIBC__) && !__GLIBC_PREREQ(2, 28)
+#include <linux/stat.h>
+#ifndef SYS_statx
+#error "statx: kernel headers >= 4.11 are needed (SYS_statx, struct statx)"
+#endif
+#define statx(dfd, path, flags, mask, buf) ((int) syscall(SYS_statx, dfd, path, flags, mask, buf))
+#endif
+
 static char *put(char *p, const char *end, const char *s) {
         while (p && *s) {
                 if (p >= end)

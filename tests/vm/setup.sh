@@ -3,33 +3,59 @@
 #
 # Prepare the host for the QEMU NUMA test harness (tests/vm/run-vm-test.sh):
 #  - install qemu-system-x86, busybox-static, cpio and numactl if they are missing (and gcc,
-#    libc6-dev, xz-utils if there is no cc / xz);
-#  - fetch the current Debian 12 kernel package (linux-image-6.1.0-*-amd64) and keep
-#    only its vmlinuz, its config and, when it can be extracted, the uncompressed
-#    vmlinux (QEMU boots it directly via its PVH note, ~6 s faster under TCG).
+#    libc6-dev, xz-utils if there is no cc / xz); for an aarch64 guest, the arm64 sysroot
+#    (tools/cross/arm64-sysroot.sh: the cross compiler, qemu-system-arm, qemu-user, dtc,
+#    and the arm64 busybox and libraries);
+#  - fetch the current Debian kernel package of the guest's architecture and series
+#    (linux-image-6.1.0-*-amd64 by default) and keep only its vmlinuz, its config and the
+#    uncompressed image: on x86-64 the vmlinux when it can be extracted (QEMU boots it
+#    directly via its PVH note, ~6 s faster under TCG), on arm64 the gunzipped Image.
 #
 # Idempotent: once the cache holds a kernel and the tools are present, it only checks.
 # Options:  --refresh   re-resolve the current kernel package and fetch it if it changed
 #           --force     fetch and extract the kernel again even if it is cached
-# Env:      NPU_VM_CACHE  cache dir (default: tests/vm/cache next to this script)
+#           --arch A    the guest's architecture: x86_64 (default) or aarch64
+#           --kernel-series S  6.1 (default: Debian 12's) or 5.10 (Debian 11's, fetched
+#                       with a private apt list of bullseye; nothing is added to the host's)
+# Env:      NPU_VM_CACHE  cache dir (default: tests/vm/cache next to this script); the
+#                         x86-64 6.1 kernel lies in it, any other in a subdirectory named
+#                         ARCH-SERIES (e.g. aarch64-6.1, x86_64-5.10)
+#           NPU_VM_ARCH, NPU_VM_KERNEL_SERIES  defaults of --arch and --kernel-series
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cache=${NPU_VM_CACHE:-$here/cache}
 refresh=0
 force=0
+arch=${NPU_VM_ARCH:-x86_64}
+series=${NPU_VM_KERNEL_SERIES:-6.1}
 
 log() { printf 'vm-setup: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
-for arg in "$@"; do
-	case $arg in
+while (($#)); do
+	case $1 in
 	--refresh) refresh=1 ;;
 	--force) refresh=1 force=1 ;;
-	-h|--help) sed -n '3,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-	*) die "unknown argument: $arg" ;;
+	--arch) (($# >= 2)) || die "--arch needs an argument"; arch=$2; shift ;;
+	--kernel-series) (($# >= 2)) || die "--kernel-series needs an argument"; series=$2; shift ;;
+	-h|--help) sed -n '3,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	*) die "unknown argument: $1" ;;
 	esac
+	shift
 done
+case $arch in
+x86_64) debarch=amd64 ;;
+aarch64) debarch=arm64 ;;
+*) die "unknown --arch $arch (x86_64 or aarch64)" ;;
+esac
+case $series in
+6.1) suite= ;;        # the host's own lists (Debian 12)
+5.10) suite=bullseye ;;
+*) die "unknown --kernel-series $series (6.1 or 5.10)" ;;
+esac
+# the same rule as run-vm-test.sh
+if [[ $arch == x86_64 && $series == 6.1 ]]; then kcache=$cache; else kcache=$cache/$arch-$series; fi
 
 export DEBIAN_FRONTEND=noninteractive
 apt_updated=0
@@ -47,6 +73,10 @@ pkg_installed() {
 
 # --- 1. packages ------------------------------------------------------------------
 missing=()
+if [[ $arch == aarch64 ]]; then
+	# cross compiler, qemu-system-arm, qemu-user, dtc; the arm64 busybox and libraries
+	"$here/../../tools/cross/arm64-sysroot.sh"
+fi
 for p in qemu-system-x86 busybox-static cpio numactl; do # numactl: migratepages, the baseline of the migration scenario
 	pkg_installed "$p" || missing+=("$p")
 done
@@ -67,28 +97,10 @@ command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 not found af
 [[ -x /bin/busybox ]] || die "/bin/busybox not found after install"
 
 # --- 2. kernel ----------------------------------------------------------------------
-mkdir -p "$cache"
-if [[ $refresh == 0 && -s $cache/kernel.version && -s $cache/vmlinuz ]]; then
-	log "kernel $(cat "$cache/kernel.version") already in $cache"
-	exit 0
-fi
-
-resolve_kernel_pkg() {
-	# first match only; awk reads all input so nothing dies of SIGPIPE under pipefail
-	apt-cache depends linux-image-amd64 2>/dev/null |
-		awk '!f && $1 == "Depends:" && $2 ~ /^linux-image-6\.1\.0-[0-9]+-amd64$/ { f = $2 }
-		     END { print f }'
-}
-pkg=$(resolve_kernel_pkg)
-if [[ -z $pkg ]]; then
-	apt_update_once
-	pkg=$(resolve_kernel_pkg)
-fi
-[[ -n $pkg ]] || die "cannot resolve linux-image-6.1.0-*-amd64 from 'apt-cache depends linux-image-amd64'"
-ver=${pkg#linux-image-}
-
-if [[ $force == 0 && -s $cache/kernel.version && $(cat "$cache/kernel.version") == "$ver" && -s $cache/vmlinuz ]]; then
-	log "kernel $ver already in $cache"
+mkdir -p "$kcache"
+has_kernel() { [[ -s $kcache/kernel.version && (-s $kcache/vmlinuz || -s $kcache/Image) ]]; }
+if [[ $refresh == 0 ]] && has_kernel; then
+	log "kernel $(cat "$kcache/kernel.version") already in $kcache"
 	exit 0
 fi
 
@@ -98,10 +110,44 @@ trap 'rm -rf "$tmp"' EXIT
 chmod 0755 "$tmp"
 if [[ $(id -u) == 0 ]] && getent passwd _apt >/dev/null; then chown _apt "$tmp"; fi
 
-log "downloading $pkg"
-if ! (cd "$tmp" && apt-get download -q "$pkg" >&2); then
+# Another release's kernel comes from a private list of that release (its own state and
+# cache directories in the temp dir): the host's apt sources stay as they are.
+apt_private=()
+if [[ -n $suite ]]; then
+	mkdir -p "$tmp/apt/lists/partial" "$tmp/apt/cache/archives/partial"
+	chown -R _apt "$tmp/apt" 2>/dev/null || true
+	mirror=$(grep -rhoE 'https?://[^ ]+/debian/?( |$)' /etc/apt/sources.list /etc/apt/sources.list.d/ 2>/dev/null |
+		awk '!f { f = $1 } END { print f }') || mirror=
+	echo "deb [arch=$debarch] ${mirror:-http://deb.debian.org/debian} $suite main" >"$tmp/apt/sources.list"
+	apt_private=(-o "Dir::Etc::SourceList=$tmp/apt/sources.list" -o "Dir::Etc::SourceParts=$tmp/apt/none"
+		-o "Dir::State::Lists=$tmp/apt/lists" -o "Dir::Cache=$tmp/apt/cache" -o "APT::Architectures::=$debarch")
+	log "apt-get update of a private $suite list"
+	apt-get "${apt_private[@]}" update -q >&2
+fi
+
+resolve_kernel_pkg() {
+	# first match only; awk reads all input so nothing dies of SIGPIPE under pipefail
+	apt-cache "${apt_private[@]}" depends "linux-image-$debarch:$debarch" 2>/dev/null |
+		awk -v re="^linux-image-${series//./\\.}\\.0-[0-9]+-$debarch(:$debarch)?\$" \
+		    '!f && $1 == "Depends:" && $2 ~ re { f = $2 } END { sub(/:.*/, "", f); print f }'
+}
+pkg=$(resolve_kernel_pkg)
+if [[ -z $pkg && -z $suite ]]; then
 	apt_update_once
-	(cd "$tmp" && apt-get download -q "$pkg" >&2)
+	pkg=$(resolve_kernel_pkg)
+fi
+[[ -n $pkg ]] || die "cannot resolve linux-image-$series.0-*-$debarch from 'apt-cache depends linux-image-$debarch'"
+ver=${pkg#linux-image-}
+
+if [[ $force == 0 && $(cat "$kcache/kernel.version" 2>/dev/null) == "$ver" ]] && has_kernel; then
+	log "kernel $ver already in $kcache"
+	exit 0
+fi
+
+log "downloading $pkg"
+if ! (cd "$tmp" && apt-get "${apt_private[@]}" download -q "$pkg:$debarch" >&2); then
+	[[ -n $suite ]] || apt_update_once
+	(cd "$tmp" && apt-get "${apt_private[@]}" download -q "$pkg:$debarch" >&2)
 fi
 deb=$(find "$tmp" -maxdepth 1 -name "${pkg}_*.deb" -print -quit)
 [[ -n $deb ]] || die "apt-get download produced no .deb for $pkg"
@@ -134,13 +180,23 @@ extract_vmlinux() {
 
 cp "$tmp/x/boot/vmlinuz-$ver" "$tmp/vmlinuz"
 cp "$tmp/x/boot/config-$ver" "$tmp/config" 2>/dev/null || true
-if extract_vmlinux "$tmp/vmlinuz" "$tmp/vmlinux"; then
-	mv -f "$tmp/vmlinux" "$cache/vmlinux"
+if [[ $arch == aarch64 ]]; then
+	# Debian's arm64 vmlinuz is the Image itself (6.1); a gzipped one is unpacked once here
+	if [[ $(head -c 2 "$tmp/vmlinuz" | od -An -tx1 | tr -d ' ') == 1f8b ]]; then
+		gzip -dc <"$tmp/vmlinuz" >"$tmp/Image" || die "boot/vmlinuz-$ver: bad gzip data"
+	else
+		cp "$tmp/vmlinuz" "$tmp/Image"
+	fi
+	[[ $(tail -c +57 "$tmp/Image" | head -c 4) == ARMd ]] || die "boot/vmlinuz-$ver is no arm64 Image"
+	mv -f "$tmp/Image" "$kcache/Image"
+	rm -f "$tmp/vmlinuz" "$kcache/vmlinuz" # the same bytes, or their gzip
+elif extract_vmlinux "$tmp/vmlinuz" "$tmp/vmlinux"; then
+	mv -f "$tmp/vmlinux" "$kcache/vmlinux"
 else
-	rm -f "$tmp/vmlinux" "$cache/vmlinux"
+	rm -f "$tmp/vmlinux" "$kcache/vmlinux"
 fi
-mv -f "$tmp/vmlinuz" "$cache/vmlinuz"
-if [[ -f $tmp/config ]]; then mv -f "$tmp/config" "$cache/config"; fi
-printf '%s\n' "$ver" >"$cache/kernel.version.new"
-mv -f "$cache/kernel.version.new" "$cache/kernel.version"
-log "kernel $ver ready in $cache:" "$(cd "$cache" && echo vmlinu* config)"
+if [[ -f $tmp/vmlinuz ]]; then mv -f "$tmp/vmlinuz" "$kcache/vmlinuz"; fi
+if [[ -f $tmp/config ]]; then mv -f "$tmp/config" "$kcache/config"; fi
+printf '%s\n' "$ver" >"$kcache/kernel.version.new"
+mv -f "$kcache/kernel.version.new" "$kcache/kernel.version"
+log "kernel $ver ready in $kcache:" "$(cd "$kcache" && ls)"

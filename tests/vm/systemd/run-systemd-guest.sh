@@ -28,6 +28,8 @@ skip() { say "SKIP: $*"; exit 77; }
 fail() { say "FAIL: $*"; exit 1; }
 
 [[ $(id -u) == 0 ]] || skip "needs root (debootstrap, the guest's file owners)"
+# the Debian root it boots is debootstrapped for amd64: a cross build's binaries cannot run there
+[[ ${NPU_VM_ARCH:-x86_64} == x86_64 ]] || skip "the systemd guest is x86-64 only; this build is for ${NPU_VM_ARCH}"
 qemu=$(command -v qemu-system-x86_64 || true)
 [[ -n $qemu ]] || skip "qemu-system-x86_64 is not installed (tools/install-deps.sh --test)"
 kernel=$cache/vmlinux
