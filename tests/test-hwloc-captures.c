@@ -293,10 +293,11 @@ int main(void) {
         snprintf(dir, sizeof dir, "%s/fixtures/hwloc-linux", shared);
         n = scandir(dir, &list, NULL, alphasort);
         if (n < 0) {
-                /* The corpus is part of the project's shared material: its absence is a
-                 * broken checkout, not a missing capability. */
-                printf("FAIL: no capture corpus at %s: %m\n", dir);
-                return 1;
+                /* The corpus lives beside the source tree, not in it: a tarball's or a package
+                 * build's tree has none, and nothing here can be compared without it. */
+                printf("SKIP: no capture corpus at %s (set NPU_SHARED_DIR to the folder holding "
+                       "fixtures/hwloc-linux): %m\n", dir);
+                return 77;
         }
         if (!mkdtemp(tmp))
                 return 1;

@@ -39,8 +39,15 @@ set -e
 [ "$rc" -eq 2 ] || fail "unknown option: exit $rc, want 2"
 
 # A real capture: sparse node numbers, JSON shape and values.
+capture="$shared/fixtures/hwloc-linux/48amd64-4pa2n6c-sparse.tar.bz2"
+if [ ! -f "$capture" ]; then
+        # The corpus lives beside the source tree, not in it (a tarball's tree has none).
+        echo "SKIP (part): no $capture (NPU_SHARED_DIR): the real capture not checked"
+        echo "test-print-topology: passed, without the capture"
+        exit 0
+fi
 mkdir -p "$tmp/cap"
-tar xjf "$shared/fixtures/hwloc-linux/48amd64-4pa2n6c-sparse.tar.bz2" -C "$tmp/cap"
+tar xjf "$capture" -C "$tmp/cap"
 root=$(find "$tmp/cap" -mindepth 1 -maxdepth 1 -type d)
 "$bin" --print-topology --json --root "$root" >"$tmp/j"
 python3 - "$tmp/j" <<'PY'
