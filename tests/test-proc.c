@@ -349,6 +349,25 @@ static void test_readers_live(void **state) {
         assert_true(found);
 }
 
+/* /proc/PID/task/TID/children: "1 2 3 " (the kernel's trailing space), bounded. */
+static void test_pid_list(void **state) {
+        pid_t l[3];
+        size_t n = 99;
+        (void) state;
+
+        assert_int_equal(tune_parse_pid_list("", 3, l, &n), 0);
+        assert_int_equal(n, 0);
+        assert_int_equal(tune_parse_pid_list("171 183 184 ", 3, l, &n), 0);
+        assert_int_equal(n, 3);
+        assert_int_equal(l[0], 171);
+        assert_int_equal(l[2], 184);
+        assert_int_equal(tune_parse_pid_list("1 2 3 4 5\n", 3, l, &n), 0);
+        assert_int_equal(n, 3); /* the first max */
+        assert_int_equal(tune_parse_pid_list("12 x3 ", 3, l, &n), -EBADMSG);
+        assert_int_equal(tune_parse_pid_list("0 ", 3, l, &n), -EBADMSG);
+        assert_int_equal(tune_parse_pid_list("99999999999 ", 3, l, &n), -EBADMSG);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_stat),
@@ -356,6 +375,7 @@ int main(void) {
                 cmocka_unit_test(test_cgroup),
                 cmocka_unit_test(test_cmdline_comm_escape),
                 cmocka_unit_test(test_escape_utf8),
+                cmocka_unit_test(test_pid_list),
                 cmocka_unit_test_setup_teardown(test_readers_fake, setup_fake, teardown_fake),
                 cmocka_unit_test_setup_teardown(test_facts_loader, setup_fake, teardown_fake),
                 cmocka_unit_test(test_readers_live),

@@ -78,7 +78,12 @@ typedef struct Entry {
 typedef struct watcher_ancestor {
         pid_t pid;
         uint64_t start_time;
+        uid_t uid;            /* its real uid ((uid_t) -1: unknown) */
+        bool kin;             /* a rule matches it, or may after a retitle */
+        bool env_read;        /* env is what its environ showed */
         tune_env_capture env;
+        size_t kids_len;      /* kids was looked for among its children for this size (0: not yet) */
+        tune_env_capture kids; /* the environment its children of that size agree on */
 } watcher_ancestor;
 
 /* One user's environment reads by the ancestry walk in the current second. */
@@ -208,10 +213,13 @@ void entry_emit_thread_exit(Entry *e, managed_thread *t);
 int entry_threads_sync(Entry *e, bool emit);
 
 /* The environment inherited from ancestors (watcher-ancestry.c). For e, found running with
- * its own environment wiped: the nearest ancestor's that the watcher would have kept for
- * it (one a rule matches or may match after a retitle), copied into *ret. Bounded work
- * (the file's comment). */
-bool watcher_ancestor_env(Watcher *w, const Entry *e, tune_env_capture *ret);
+ * its own environment wiped (own_len bytes of NULs; 0: unknown), the nearest stand-in of
+ * the same user (or root), copied into *ret: an ancestor the watcher would have kept for
+ * it (one a rule matches or may match after a retitle); or, while every process between
+ * was given an environment of own_len bytes, any ancestor whose own has that size (it
+ * passed it on unchanged), or the agreeing environments of that size of an ancestor's
+ * other children (docs/trust.md). Bounded work (the file's comment). */
+bool watcher_ancestor_env(Watcher *w, const Entry *e, size_t own_len, tune_env_capture *ret);
 /* tune_proc_read_environ() of pid for a process of uid found running, charged to uid's
  * reads of the second: -EDQUOT when they are spent (said once a second). */
 int watcher_read_environ_budgeted(Watcher *w, uid_t uid, pid_t pid, char **ret, size_t *ret_len, bool *ret_truncated);

@@ -119,7 +119,8 @@ static void entry_capture_env(Entry *e, bool at_exec) {
                 return;
         }
         tune_env_capture_done(&e->p.env);
-        if (!at_exec && !tune_env_capture_usable(&own) && watcher_ancestor_env(w, e, &ancestor)) {
+        if (!at_exec && !tune_env_capture_usable(&own) &&
+            watcher_ancestor_env(w, e, own.state == TUNE_ENV_WIPED && !own.truncated ? own.len : 0, &ancestor)) {
                 tune_env_capture_done(&own);
                 own = ancestor;
         }

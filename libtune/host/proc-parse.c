@@ -222,6 +222,30 @@ int tune_parse_comm(const char *text, char ret[static TUNE_COMM_MAX]) {
         return 0;
 }
 
+int tune_parse_pid_list(const char *text, size_t max, pid_t *ret, size_t *ret_n) {
+        size_t n = 0;
+
+        if (!text || (!ret && max > 0) || !ret_n)
+                return -EINVAL;
+        for (const char *p = text; *p;) {
+                uint64_t v = 0;
+                const char *start;
+
+                if (*p == ' ' || *p == '\n') {
+                        p++;
+                        continue;
+                }
+                for (start = p; *p >= '0' && *p <= '9' && p - start < 10; p++)
+                        v = v * 10 + (uint64_t) (*p - '0');
+                if (p == start || (*p && *p != ' ' && *p != '\n') || v == 0 || v > INT32_MAX)
+                        return -EBADMSG;
+                if (n < max)
+                        ret[n++] = (pid_t) v;
+        }
+        *ret_n = n;
+        return 0;
+}
+
 void tune_escape(const char *s, char *buf, size_t size) {
         size_t o = 0;
 
