@@ -389,6 +389,37 @@ static void test_wiped_launcher_children(void **state) {
         fixture_close(&f);
 }
 
+/* A restart: what the daemon before it captured at the worker's exec (the state
+ * directory kept it) comes back through watcher_keep_attribution() for the same process
+ * (pid and start time), and decides before any relative: even the orphan of a dead
+ * launcher, which nothing in /proc could attribute, gets its devices back, and says
+ * where they came from. Not for another start time (the pid was reused). */
+static void test_remembered(void **state) {
+        char *vars[] = { (char *) "EDU_VISIBLE_DEVICES=1,0" };
+        tune_env_capture env = { .state = TUNE_ENV_READ, .vars = vars, .n = 1, .from_pid = 4000301, .restored = true };
+        managed_process *p = NULL;
+        char origin[96];
+        fixture f = {};
+        (void) state;
+
+        fixture_open(&f);
+        assert_int_equal(watcher_keep_attribution(f.w, 4000301, 4000301, &env), 0);
+        assert_int_equal(watcher_keep_attribution(f.w, 4000102, 12, &env), -ESRCH);
+        expect(f.w, 4000301, TUNE_ATTRIBUTION_ENV, "edu:1", false, 4000301);
+        assert_int_equal(watcher_evaluate_pid(f.w, 4000301, &p), 0);
+        assert_true(p->env.restored);
+        tune_attribution_describe_source(&p->attribution, &p->env, origin, sizeof origin);
+        assert_string_equal(origin, "attributed before the restart (from env)");
+        /* Its launcher's environment, here, would have said the same: the record still decides. */
+        env.from_pid = 4000100;
+        env.inherited = true;
+        assert_int_equal(watcher_keep_attribution(f.w, 4000102, 4000102, &env), 0);
+        expect(f.w, 4000102, TUNE_ATTRIBUTION_ENV_INHERITED, "edu:0", false, 4000100);
+        assert_int_equal(watcher_evaluate_pid(f.w, 4000102, &p), 0);
+        assert_true(p->env.restored);
+        fixture_close(&f);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_launcher_environment),
@@ -399,6 +430,7 @@ int main(void) {
                 cmocka_unit_test(test_launcher_keeps_environment),
                 cmocka_unit_test(test_spawn_main_intermediate),
                 cmocka_unit_test(test_wiped_launcher_children),
+                cmocka_unit_test(test_remembered),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -232,6 +232,42 @@ bool watcher_ancestor_env(Watcher *w, const Entry *e, size_t own_len, tune_env_c
         return false;
 }
 
+bool watcher_remembered_env(Watcher *w, pid_t pid, uint64_t start_time, tune_env_capture *ret) {
+        for (unsigned i = 0; i < w->n_remembered; i++)
+                if (w->remembered[i].pid == pid && w->remembered[i].start_time == start_time) {
+                        if (tune_env_capture_copy(ret, &w->remembered[i].env) < 0)
+                                return false;
+                        ret->restored = true;
+                        return true;
+                }
+        return false;
+}
+
+int watcher_remembered_add(Watcher *w, pid_t pid, uint64_t start_time, const tune_env_capture *env) {
+        watcher_remembered *l;
+
+        if (w->n_remembered >= w->params.max_managed)
+                return -ENOSPC;
+        l = reallocarray(w->remembered, w->n_remembered + 1, sizeof *l);
+        if (!l)
+                return -ENOMEM;
+        w->remembered = l;
+        l[w->n_remembered] = (watcher_remembered) { .pid = pid, .start_time = start_time };
+        if (tune_env_capture_copy(&l[w->n_remembered].env, env) < 0)
+                return -ENOMEM;
+        l[w->n_remembered].env.state = TUNE_ENV_READ;
+        w->n_remembered++;
+        return 0;
+}
+
+void watcher_remembered_done(Watcher *w) {
+        for (unsigned i = 0; i < w->n_remembered; i++)
+                tune_env_capture_done(&w->remembered[i].env);
+        free(w->remembered);
+        w->remembered = NULL;
+        w->n_remembered = 0;
+}
+
 void watcher_ancestry_done(Watcher *w) {
         for (unsigned i = 0; i < ELEMENTSOF(w->ancestors); i++) {
                 tune_env_capture_done(&w->ancestors[i].env);

@@ -86,6 +86,14 @@ typedef struct watcher_ancestor {
         tune_env_capture kids; /* the environment its children of that size agree on */
 } watcher_ancestor;
 
+/* What a daemon before a restart captured of a process's environment (at its exec, or
+ * inherited then), read back from the state directory by the manager. */
+typedef struct watcher_remembered {
+        pid_t pid;
+        uint64_t start_time;
+        tune_env_capture env;
+} watcher_remembered;
+
 /* One user's environment reads by the ancestry walk in the current second. */
 typedef struct watcher_uid_reads {
         uid_t uid;
@@ -122,6 +130,8 @@ struct Watcher {
         watcher_ancestor ancestors[64];   /* watcher-ancestry.c */
         unsigned next_ancestor;
         watcher_uid_reads uid_reads[16];
+        watcher_remembered *remembered; /* environments a daemon before a restart captured (watcher_keep_attribution()) */
+        unsigned n_remembered;
         struct { pid_t pid; uint64_t start_time; } *refused; /* matches refused for a full table, oldest first */
         unsigned n_refused;
         sd_event_source *retry_source; /* re-evaluates them once room frees up (watcher-match.c; enabled by
@@ -224,6 +234,11 @@ bool watcher_ancestor_env(Watcher *w, const Entry *e, size_t own_len, tune_env_c
  * reads of the second: -EDQUOT when they are spent (said once a second). */
 int watcher_read_environ_budgeted(Watcher *w, uid_t uid, pid_t pid, char **ret, size_t *ret_len, bool *ret_truncated);
 void watcher_ancestry_done(Watcher *w);
+/* What a daemon before a restart captured for (pid, start_time), copied into *ret
+ * (restored): false when nothing was kept for it. */
+bool watcher_remembered_env(Watcher *w, pid_t pid, uint64_t start_time, tune_env_capture *ret);
+int watcher_remembered_add(Watcher *w, pid_t pid, uint64_t start_time, const tune_env_capture *env);
+void watcher_remembered_done(Watcher *w);
 
 /* Matching, environment, attribution: a process against the rules, and what changed on re-evaluation (watcher-match.c). */
 /* Wake the reconcile timer by due, if it is not due earlier. */

@@ -119,8 +119,11 @@ static void entry_capture_env(Entry *e, bool at_exec) {
                 return;
         }
         tune_env_capture_done(&e->p.env);
+        /* Found running without a usable environment of its own: what a daemon before a
+         * restart captured for it at its exec comes first, then its relatives'. */
         if (!at_exec && !tune_env_capture_usable(&own) &&
-            watcher_ancestor_env(w, e, own.state == TUNE_ENV_WIPED && !own.truncated ? own.len : 0, &ancestor)) {
+            (watcher_remembered_env(w, e->p.pid, e->p.start_time, &ancestor) ||
+             watcher_ancestor_env(w, e, own.state == TUNE_ENV_WIPED && !own.truncated ? own.len : 0, &ancestor))) {
                 tune_env_capture_done(&own);
                 own = ancestor;
         }

@@ -98,6 +98,9 @@ bool tune_attribution_equal(const tune_attribution *a, const tune_attribution *b
 /* Whether a's decision came from an environment a daemon captured before its restart
  * (env->restored): what explain and the log call "attributed before the restart". */
 bool tune_attribution_restored(const tune_attribution *a, const tune_env_capture *env) _pure_;
+/* Where a's accelerators came from, for a log line: "from env-inherited", or "attributed
+ * before the restart (from env)" (tune_attribution_restored()). */
+void tune_attribution_describe_source(const tune_attribution *a, const tune_env_capture *env, char *buf, size_t size);
 /* "ascend:0,ascend:3" ("" when none). Caller frees. */
 int tune_attribution_format_accels(const tune_attribution *a, char **ret);
 

@@ -177,6 +177,17 @@ bool tune_env_capture_same_vars(const tune_env_capture *a, const tune_env_captur
         return true;
 }
 
+void tune_attribution_describe_source(const tune_attribution *a, const tune_env_capture *env, char *buf, size_t size) {
+        const char *source = tune_attribution_source_to_string(a ? a->source : TUNE_ATTRIBUTION_NONE);
+
+        if (size == 0)
+                return;
+        if (tune_attribution_restored(a, env))
+                snprintf(buf, size, "attributed before the restart (from %s)", source);
+        else
+                snprintf(buf, size, "from %s", source);
+}
+
 bool tune_attribution_restored(const tune_attribution *a, const tune_env_capture *env) {
         return a && env && env->restored &&
                (a->source == TUNE_ATTRIBUTION_ENV || a->source == TUNE_ATTRIBUTION_ENV_INHERITED ||
