@@ -176,10 +176,11 @@ void explain_print_text(json_object *j, FILE *f) {
                 if (json_object_object_get_ex(j, "attributed_before_restart", &v) && json_object_get_boolean(v))
                         fprintf(f, " (attributed before the restart (from %s): what npu-tuned captured%s%s before it "
                                    "restarted, kept in its state directory)",
-                                str(j, "accelerator_source"), *str(j, "environment_from_pid") ? " from ancestor " : " at its exec",
+                                str(j, "accelerator_source"), *str(j, "environment_from_pid") ? " from pid " : " at its exec",
                                 str(j, "environment_from_pid"));
                 else if (*str(j, "environment_from_pid"))
-                        fprintf(f, " (its launcher's: the variables of ancestor %s, its own being unusable)",
+                        fprintf(f, " (its launcher's, as pid %s holds it: an ancestor, or a child of the launcher "
+                                   "that kept it; its own being unusable)",
                                 str(j, "environment_from_pid"));
                 else if (!streq(str(j, "environment"), "read"))
                         fprintf(f, " (and no launcher's environment stands in: npu-tuned does not guess its devices)");

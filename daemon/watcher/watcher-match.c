@@ -114,16 +114,23 @@ static void entry_capture_env(Entry *e, bool at_exec) {
                                         &own) < 0)
                 own.state = TUNE_ENV_UNREADABLE;
         own.from_pid = e->p.pid;
+        /* Found running without a usable environment of its own: what a daemon before a
+         * restart captured for it at its exec comes first (also before what a scan copied
+         * from its parent's entry), then its relatives'. */
+        if (!at_exec && !tune_env_capture_usable(&own) && !e->p.env.restored &&
+            watcher_remembered_env(w, e->p.pid, e->p.start_time, &ancestor)) {
+                tune_env_capture_done(&own);
+                tune_env_capture_done(&e->p.env);
+                e->p.env = ancestor;
+                return;
+        }
         if (!tune_env_capture_usable(&own) && e->p.env.inherited && tune_env_capture_usable(&e->p.env)) {
                 tune_env_capture_done(&own);
                 return;
         }
         tune_env_capture_done(&e->p.env);
-        /* Found running without a usable environment of its own: what a daemon before a
-         * restart captured for it at its exec comes first, then its relatives'. */
         if (!at_exec && !tune_env_capture_usable(&own) &&
-            (watcher_remembered_env(w, e->p.pid, e->p.start_time, &ancestor) ||
-             watcher_ancestor_env(w, e, own.state == TUNE_ENV_WIPED && !own.truncated ? own.len : 0, &ancestor))) {
+            watcher_ancestor_env(w, e, own.state == TUNE_ENV_WIPED && !own.truncated ? own.len : 0, &ancestor)) {
                 tune_env_capture_done(&own);
                 own = ancestor;
         }
