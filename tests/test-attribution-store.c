@@ -48,7 +48,10 @@ static void test_round_trip(void **state) {
         (void) state;
 
         snprintf(ref.kind, sizeof ref.kind, "edu");
-        assert_int_equal(attribution_saved_format(183, 809, &env, &a, &text), 0);
+        attribution_saved in = { .pid = 183, .start_time = 809, .env_start = 140732962411238ULL,
+                                 .env_end = 140732962414567ULL, .env = env };
+
+        assert_int_equal(attribution_saved_format(&in, &a, &text), 0);
         fprintf(stderr, "%s", text);
         /* The values with a space or a control character are not kept. */
         assert_null(strstr(text, "RANK"));
@@ -56,6 +59,7 @@ static void test_round_trip(void **state) {
         assert_int_equal(attribution_saved_parse(text, &s), 0);
         assert_int_equal(s.pid, 183);
         assert_int_equal(s.start_time, 809);
+        assert_true(s.env_start == 140732962411238ULL && s.env_end == 140732962414567ULL);
         assert_string_equal(s.source, "env-inherited");
         assert_string_equal(s.accels, "edu:1");
         assert_int_equal(s.env.state, TUNE_ENV_READ);
@@ -75,6 +79,9 @@ static void test_refused_texts(void **state) {
                 "pid 1\nstart_time 2\n",                                         /* no header */
                 "npu-tuned-attribution 2\npid 1\nstart_time 2\n",                /* another version */
                 "npu-tuned-attribution 1\npid 1\n",                              /* no start time */
+                "npu-tuned-attribution 1\npid 1\nstart_time 2\n",                /* no exec_env */
+                "npu-tuned-attribution 1\npid 1\nstart_time 2\nexec_env 1\n",
+                "npu-tuned-attribution 1\npid 1\nstart_time 2\nexec_env 1,2,3\n",
                 "npu-tuned-attribution 1\npid 0\nstart_time 2\n",
                 "npu-tuned-attribution 1\npid 2147483648\nstart_time 2\n",
                 "npu-tuned-attribution 1\npid 1\nstart_time 2\nevil 1\n",        /* unknown key */
@@ -84,7 +91,7 @@ static void test_refused_texts(void **state) {
                 "npu-tuned-attribution 1\npid 1\nstart_time 18446744073709551616\n",
                 "npu-tuned-attribution 1\npid 1\nstart_time 2\ninherited yes\n",
         };
-        char many[4096] = "npu-tuned-attribution 1\npid 1\nstart_time 2\n";
+        char many[4096] = "npu-tuned-attribution 1\npid 1\nstart_time 2\nexec_env 3,4\n";
         attribution_saved s;
         (void) state;
 
@@ -127,13 +134,15 @@ static void test_save_load_prune(void **state) {
 
         dfd = tune_state_dir_open(dir, false);
         assert_true(dfd >= 0);
-        assert_int_equal(attribution_store_save_at(dfd, 300, 3000, &env, &a), 0);
-        env.from_pid = 301;
-        assert_int_equal(attribution_store_save_at(dfd, 301, 3010, &env, &a), 0);
+        attribution_saved one = { .pid = 300, .start_time = 3000, .env_start = 10, .env_end = 20, .env = env };
+        assert_int_equal(attribution_store_save_at(dfd, &one, &a), 0);
+        one = (attribution_saved) { .pid = 301, .start_time = 3010, .env = env };
+        one.env.from_pid = 301;
+        assert_int_equal(attribution_store_save_at(dfd, &one, &a), 0);
         put("attribution-77", "garbage", 0600);
-        put("attribution-5", "npu-tuned-attribution 1\npid 6\nstart_time 2\n", 0600); /* names another pid */
-        put("attribution-8", "npu-tuned-attribution 1\npid 8\nstart_time 2\n", 0644); /* readable by others */
-        put("attribution-x", "npu-tuned-attribution 1\npid 9\nstart_time 2\n", 0600); /* not a pid name */
+        put("attribution-5", "npu-tuned-attribution 1\npid 6\nstart_time 2\nexec_env 0,0\n", 0600); /* names another pid */
+        put("attribution-8", "npu-tuned-attribution 1\npid 8\nstart_time 2\nexec_env 0,0\n", 0644); /* readable by others */
+        put("attribution-x", "npu-tuned-attribution 1\npid 9\nstart_time 2\nexec_env 0,0\n", 0600); /* not a pid name */
         /* The offline --explain reads and changes nothing. */
         assert_int_equal(attribution_store_load(dir, false, &l, &n), 0);
         assert_int_equal(n, 2);
@@ -145,6 +154,7 @@ static void test_save_load_prune(void **state) {
         assert_int_equal(l[0].pid + l[1].pid, 601);
         for (size_t i = 0; i < n; i++) {
                 assert_int_equal(l[i].start_time, l[i].pid == 300 ? 3000 : 3010);
+                assert_int_equal(l[i].env_end, l[i].pid == 300 ? 20 : 0);
                 assert_int_equal(l[i].env.from_pid, l[i].pid);
                 assert_string_equal(tune_env_capture_get(&l[i].env, "EDU_VISIBLE_DEVICES"), "1,0");
         }
@@ -165,7 +175,7 @@ static void test_untrusted_dir(void **state) {
         size_t n = 0;
         (void) state;
 
-        put("attribution-12", "npu-tuned-attribution 1\npid 12\nstart_time 2\n", 0600);
+        put("attribution-12", "npu-tuned-attribution 1\npid 12\nstart_time 2\nexec_env 0,0\n", 0600);
         assert_int_equal(chmod(dir, 0777), 0);
         assert_true(tune_state_dir_is_refusal(attribution_store_load(dir, true, &l, &n)));
         assert_int_equal(n, 0);

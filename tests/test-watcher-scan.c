@@ -403,8 +403,12 @@ static void test_remembered(void **state) {
         (void) state;
 
         fixture_open(&f);
-        assert_int_equal(watcher_keep_attribution(f.w, 4000301, 4000301, &env), 0);
-        assert_int_equal(watcher_keep_attribution(f.w, 4000102, 12, &env), -ESRCH);
+        assert_int_equal(watcher_keep_attribution(f.w, 4000301, 4000301, 0, 0, &env), 0);
+        assert_int_equal(watcher_keep_attribution(f.w, 4000102, 12, 0, 0, &env), -ESRCH);
+        /* The same pid and start time, but it exec'd another program since (an exec moves
+         * its environment): not the process recorded. */
+        assert_int_equal(watcher_keep_attribution(f.w, 4000101, 4000101, 140732962411238ULL, 140732962414567ULL, &env),
+                         -ESRCH);
         expect(f.w, 4000301, TUNE_ATTRIBUTION_ENV, "edu:1", false, 4000301);
         assert_int_equal(watcher_evaluate_pid(f.w, 4000301, &p), 0);
         assert_true(p->env.restored);
@@ -413,7 +417,7 @@ static void test_remembered(void **state) {
         /* Its launcher's environment, here, would have said the same: the record still decides. */
         env.from_pid = 4000100;
         env.inherited = true;
-        assert_int_equal(watcher_keep_attribution(f.w, 4000102, 4000102, &env), 0);
+        assert_int_equal(watcher_keep_attribution(f.w, 4000102, 4000102, 0, 0, &env), 0);
         expect(f.w, 4000102, TUNE_ATTRIBUTION_ENV_INHERITED, "edu:0", false, 4000100);
         assert_int_equal(watcher_evaluate_pid(f.w, 4000102, &p), 0);
         assert_true(p->env.restored);

@@ -131,7 +131,8 @@ void manager_keep_attributions(Manager *m, bool prune) {
                 return;
         }
         for (size_t i = 0; i < n; i++) {
-                r = watcher_keep_attribution(m->watcher, l[i].pid, l[i].start_time, &l[i].env);
+                r = watcher_keep_attribution(m->watcher, l[i].pid, l[i].start_time, l[i].env_start, l[i].env_end,
+                                             &l[i].env);
                 if (r >= 0)
                         kept++;
                 else if (prune)

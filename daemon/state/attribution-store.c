@@ -47,21 +47,21 @@ static bool valid_name(const char *s, size_t len) {
         return true;
 }
 
-int attribution_saved_format(pid_t pid, uint64_t start_time, const tune_env_capture *env, const tune_attribution *a,
-                             char **ret) {
+int attribution_saved_format(const attribution_saved *s, const tune_attribution *a, char **ret) {
+        const tune_env_capture *env = s ? &s->env : NULL;
         _cleanup_free_ char *accels = NULL, *text = NULL;
         size_t size = 0;
         FILE *f;
 
-        if (pid <= 0 || !env || !a || !ret)
+        if (!s || s->pid <= 0 || !a || !ret)
                 return -EINVAL;
         if (tune_attribution_format_accels(a, &accels) < 0)
                 return -ENOMEM;
         f = open_memstream(&text, &size);
         if (!f)
                 return -ENOMEM;
-        fprintf(f, HEADER "\npid %d\nstart_time %" PRIu64 "\nsource %s\n", (int) pid, start_time,
-                tune_attribution_source_to_string(a->source));
+        fprintf(f, HEADER "\npid %d\nstart_time %" PRIu64 "\nexec_env %" PRIu64 ",%" PRIu64 "\nsource %s\n", (int) s->pid,
+                s->start_time, s->env_start, s->env_end, tune_attribution_source_to_string(a->source));
         if (plain(accels) && strlen(accels) < sizeof ((attribution_saved *) NULL)->accels)
                 fprintf(f, "accelerators %s\n", accels);
         fprintf(f, "from_pid %d\ninherited %d\n", (int) env->from_pid, env->inherited);
@@ -113,6 +113,12 @@ static int parse_line(const char *line, attribution_saved *s, unsigned *seen) {
                 if (parse_u64(v, UINT64_MAX, &s->start_time) < 0)
                         return -EBADMSG;
                 *seen |= 2;
+        } else if (KEY("exec_env")) {
+                char a[24], b[24], tail;
+                if (sscanf(v, "%23[0-9],%23[0-9]%c", a, b, &tail) != 2 || parse_u64(a, UINT64_MAX, &s->env_start) < 0 ||
+                    parse_u64(b, UINT64_MAX, &s->env_end) < 0)
+                        return -EBADMSG;
+                *seen |= 4;
         } else if (KEY("source")) {
                 if (strlen(v) >= sizeof s->source)
                         return -EBADMSG;
@@ -173,7 +179,7 @@ int attribution_saved_parse(const char *text, attribution_saved *ret) {
                 }
                 line = *eol ? eol + 1 : eol;
         }
-        if (r >= 0 && seen != 3)
+        if (r >= 0 && seen != 7)
                 r = -EBADMSG;
         if (r < 0) {
                 attribution_saved_done(&s);
@@ -198,16 +204,15 @@ static void file_name(pid_t pid, char buf[static 64]) {
         snprintf(buf, 64, ATTRIBUTION_FILE_PREFIX "%d", (int) pid);
 }
 
-int attribution_store_save_at(int dfd, pid_t pid, uint64_t start_time, const tune_env_capture *env,
-                              const tune_attribution *a) {
+int attribution_store_save_at(int dfd, const attribution_saved *s, const tune_attribution *a) {
         _cleanup_free_ char *text = NULL;
         char name[64];
         int r;
 
-        r = attribution_saved_format(pid, start_time, env, a, &text);
+        r = attribution_saved_format(s, a, &text);
         if (r < 0)
                 return r;
-        file_name(pid, name);
+        file_name(s->pid, name);
         return tune_state_file_replace_at(dfd, name, text);
 }
 

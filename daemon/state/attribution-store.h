@@ -25,6 +25,10 @@
 typedef struct attribution_saved {
         pid_t pid;
         uint64_t start_time;
+        /* Where its exec put its environment (/proc/PID/stat, tune_proc_stat): an exec
+         * keeps pid and start time but moves this, so a process that exec'd another
+         * program while no daemon watched is not taken for the one recorded. */
+        uint64_t env_start, env_end;
         char source[32];       /* tune_attribution_source_to_string() when it was written */
         char accels[256];      /* tune_attribution_format_accels() then ("" none) */
         tune_env_capture env;  /* state READ, restored: the variables it was attributed from */
@@ -32,18 +36,17 @@ typedef struct attribution_saved {
 
 void attribution_saved_done(attribution_saved *s);
 
-/* Pure. The text of one file; only variables whose values are printable ASCII without
+/* Pure. The text of one file (s->source and s->accels are not used: a's); only variables whose values are printable ASCII without
  * spaces are kept (visible-devices lists, ranks); the others are left out. */
-int attribution_saved_format(pid_t pid, uint64_t start_time, const tune_env_capture *env, const tune_attribution *a,
-                             char **ret);
+int attribution_saved_format(const attribution_saved *s, const tune_attribution *a, char **ret);
 /* Pure. -EBADMSG for anything but what format writes. */
 int attribution_saved_parse(const char *text, attribution_saved *ret);
 /* "attribution-PID" -> PID; -EINVAL for other names. */
 int attribution_saved_name_pid(const char *name, pid_t *ret);
 
-/* Write (replace) one, for a caller that holds the state directory open at dfd. */
-int attribution_store_save_at(int dfd, pid_t pid, uint64_t start_time, const tune_env_capture *env,
-                              const tune_attribution *a);
+/* Write (replace) one, for a caller that holds the state directory open at dfd: s's pid,
+ * start time, place of the environment and env; a's accelerators and source. */
+int attribution_store_save_at(int dfd, const attribution_saved *s, const tune_attribution *a);
 /* Remove one (0 if there was none). */
 int attribution_store_remove_at(int dfd, pid_t pid);
 int attribution_store_remove(const char *state_dir, pid_t pid);

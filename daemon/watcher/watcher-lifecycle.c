@@ -307,10 +307,14 @@ const char *watcher_unmanaged_reason(Watcher *w, pid_t pid) {
                "or its user is over its share of max_managed_processes";
 }
 
-int watcher_keep_attribution(Watcher *w, pid_t pid, uint64_t start_time, const tune_env_capture *env) {
+int watcher_keep_attribution(Watcher *w, pid_t pid, uint64_t start_time, uint64_t env_start, uint64_t env_end,
+                             const tune_env_capture *env) {
         tune_proc_stat st;
 
-        if (tune_proc_read_stat(w->ctx, pid, &st) < 0 || st.start_time != start_time)
+        /* Another start time: another process. Another place of the environment: it exec'd
+         * another program since (an exec keeps pid and start time). */
+        if (tune_proc_read_stat(w->ctx, pid, &st) < 0 || st.start_time != start_time || st.env_start != env_start ||
+            st.env_end != env_end)
                 return -ESRCH;
         return watcher_remembered_add(w, pid, start_time, env);
 }

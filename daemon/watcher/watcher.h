@@ -136,10 +136,12 @@ int watcher_keep_released(Watcher *w, pid_t pid, uint64_t start_time);
 
 /* Before watcher_start(): what a previous run captured of pid's environment (at its exec,
  * or inherited then; the state directory kept it), for pid if it is still the process
- * that began at start_time. A process found running whose own environment is no longer
+ * that began at start_time, running the same exec (its environment where env_start and
+ * env_end say, tune_proc_stat). A process found running whose own environment is no longer
  * usable (setproctitle wiped it) takes it before any ancestor's, and says so
  * (env.restored). -ESRCH: not that process; -ENOSPC: max_managed kept already. */
-int watcher_keep_attribution(Watcher *w, pid_t pid, uint64_t start_time, const tune_env_capture *env);
+int watcher_keep_attribution(Watcher *w, pid_t pid, uint64_t start_time, uint64_t env_start, uint64_t env_end,
+                             const tune_env_capture *env);
 
 /* Why a process a rule matches is not managed, in words for explain: released (Release(),
  * until it execs again), refused for a full table, over its user's share, or "" when the

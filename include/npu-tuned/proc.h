@@ -29,6 +29,9 @@ typedef struct tune_proc_stat {
         pid_t ppid;
         unsigned flags;      /* field 9, PF_* */
         uint64_t start_time; /* field 22: clock ticks after boot; with pid, the process's identity */
+        uint64_t env_start, env_end; /* fields 50-51: where its last exec put the environment (the
+                                      * stack is randomised: another exec moves it); 0 when not
+                                      * shown (no permission, a kernel thread, an older kernel) */
 } tune_proc_stat;
 
 /* The comm is between the first '(' and the LAST ')' (a comm may hold ")" and spaces).

@@ -109,6 +109,13 @@ int tune_parse_proc_stat(const char *text, tune_proc_stat *ret) {
         r = next_u64(&p, &st.start_time);
         if (r < 0)
                 return r;
+        /* fields 23..49, then 50, 51: env_start, env_end, when the line has them. */
+        for (int i = 23; i <= 49 && r >= 0; i++)
+                r = skip_field(&p);
+        if (r >= 0 && next_u64(&p, &v) >= 0 && next_u64(&p, &st.env_end) >= 0)
+                st.env_start = v;
+        else
+                st.env_end = 0;
         *ret = st;
         return 0;
 }
