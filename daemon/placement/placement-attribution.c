@@ -13,7 +13,6 @@
 void attribution_keep(Placement *p, const managed_process *mp) {
         placed_process *pp = mp->userdata;
         attribution_saved saved;
-        tune_proc_stat st;
         int dfd, r;
 
         /* Only an environment can be lost (setproctitle wipes it). */
@@ -23,11 +22,8 @@ void attribution_keep(Placement *p, const managed_process *mp) {
                 pp->attribution_kept = true;
                 return;
         }
-        /* Where its exec put its environment: what tells this exec from a later one. */
-        if (tune_proc_read_stat(p->ctx, mp->pid, &st) < 0 || st.start_time != mp->start_time)
-                return;
-        saved = (attribution_saved) { .pid = mp->pid, .start_time = mp->start_time, .env_start = st.env_start,
-                                      .env_end = st.env_end, .env = mp->env };
+        saved = (attribution_saved) { .pid = mp->pid, .start_time = mp->start_time, .env_start = mp->env_start,
+                                      .env_end = mp->env_end, .env = mp->env };
         dfd = p->state_dfd >= 0 ? p->state_dfd : tune_state_dir_open(p->state_dir, true);
         r = dfd < 0 ? dfd : attribution_store_save_at(dfd, &saved, &mp->attribution);
         if (dfd >= 0 && dfd != p->state_dfd)

@@ -309,6 +309,8 @@ void watcher_evaluate_facts(Watcher *w, Entry *e, const tune_proc_stat *st, tune
          * process found later (scan, rename) gets what is there now, or its ancestor's. */
         if (why == EVAL_EXEC || e->p.env.state == TUNE_ENV_NOT_READ || e->p.env.inherited)
                 entry_capture_env(e, why == EVAL_EXEC);
+        e->p.env_start = st->env_start;
+        e->p.env_end = st->env_end;
         memcpy(e->p.comm, f.comm, sizeof e->p.comm);
 
         if (action == WATCHER_MATCH_UNMATCH || action == WATCHER_MATCH_CANDIDATE) {
