@@ -37,6 +37,16 @@ static void test_stat(void **state) {
         assert_int_equal(st.ppid, 4200);
         assert_int_equal(st.flags, 4194560);
         assert_true(st.start_time == 123456789ULL);
+        assert_true(st.env_start == 0 && st.env_end == 0); /* the line ends before field 50 */
+        /* A whole line of Linux 6.1 (52 fields): where the exec put the environment. */
+        assert_int_equal(tune_parse_proc_stat("183 (VLLM::Worker_TP) S 171 171 1 0 -1 4194560 120 0 0 0 3 1 0 0 20 0 7 0 809 "
+                                              "26927104 1040 18446744073709551615 94797434417152 94797434427937 "
+                                              "140732962404304 0 0 0 0 0 0 0 0 0 17 3 0 0 0 0 0 94797434437232 "
+                                              "94797434438696 94797452255232 140732962411211 140732962411238 "
+                                              "140732962411238 140732962414567 0\n", &st), 0);
+        assert_true(st.start_time == 809);
+        assert_true(st.env_start == 140732962411238ULL);
+        assert_true(st.env_end == 140732962414567ULL);
 
         /* A comm holding ") (" and spaces: the LAST ')' ends it. */
         assert_int_equal(tune_parse_proc_stat("7 (a) (b c) R 1 7 7 0 -1 2097216 0 0 0 0 0 0 0 0 20 0 1 0 99 0 0\n", &st), 0);
@@ -349,6 +359,25 @@ static void test_readers_live(void **state) {
         assert_true(found);
 }
 
+/* /proc/PID/task/TID/children: "1 2 3 " (the kernel's trailing space), bounded. */
+static void test_pid_list(void **state) {
+        pid_t l[3];
+        size_t n = 99;
+        (void) state;
+
+        assert_int_equal(tune_parse_pid_list("", 3, l, &n), 0);
+        assert_int_equal(n, 0);
+        assert_int_equal(tune_parse_pid_list("171 183 184 ", 3, l, &n), 0);
+        assert_int_equal(n, 3);
+        assert_int_equal(l[0], 171);
+        assert_int_equal(l[2], 184);
+        assert_int_equal(tune_parse_pid_list("1 2 3 4 5\n", 3, l, &n), 0);
+        assert_int_equal(n, 3); /* the first max */
+        assert_int_equal(tune_parse_pid_list("12 x3 ", 3, l, &n), -EBADMSG);
+        assert_int_equal(tune_parse_pid_list("0 ", 3, l, &n), -EBADMSG);
+        assert_int_equal(tune_parse_pid_list("99999999999 ", 3, l, &n), -EBADMSG);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_stat),
@@ -356,6 +385,7 @@ int main(void) {
                 cmocka_unit_test(test_cgroup),
                 cmocka_unit_test(test_cmdline_comm_escape),
                 cmocka_unit_test(test_escape_utf8),
+                cmocka_unit_test(test_pid_list),
                 cmocka_unit_test_setup_teardown(test_readers_fake, setup_fake, teardown_fake),
                 cmocka_unit_test_setup_teardown(test_facts_loader, setup_fake, teardown_fake),
                 cmocka_unit_test(test_readers_live),

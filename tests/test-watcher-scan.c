@@ -11,6 +11,11 @@
  *       4000202      VLLM::Worker_TP0, environ wiped
  *   pid 4000301      VLLM::Worker_TP0 whose launcher died: ppid 1, environ wiped
  *
+ * and, added by the tests of launcher shapes (each its own pids, 40008xx-40011xx): a
+ * launcher no rule could match that passed its environment on unchanged, an intermediate
+ * "python3 -c ... spawn_main" process, a launcher that wiped its own environment after
+ * starting children that kept theirs.
+ *
  * The pids are high so that pidfd_open() on the real kernel finds nothing. */
 #include <errno.h>
 #include <fcntl.h>
@@ -70,6 +75,36 @@ static void process(int pid, int ppid, const char *comm, const char *exe, const 
 
 static const char wiped[64]; /* what setproctitle leaves: NULs */
 #define ENV(s) s, sizeof(s) - 1
+
+/* An environment of exactly sizeof(wiped) bytes holding var: the one a worker was given
+ * before setproctitle wiped it (the wipe keeps its size). */
+static const char *env_sized(char buf[static sizeof wiped], const char *var) {
+        size_t n = strlen(var) + 1;
+
+        memset(buf, 0, sizeof wiped);
+        memcpy(buf, var, n);
+        memcpy(buf + n, "PAD=", 4);
+        memset(buf + n + 4, 'x', sizeof wiped - n - 5);
+        return buf;
+}
+
+/* Its real uid, and its children as /proc/PID/task/PID/children lists them. */
+static void set_uid(int pid, const char *comm, int ppid, unsigned uid) {
+        char rel[128], buf[256];
+        int n;
+
+        snprintf(rel, sizeof rel, "proc/%d/status", pid);
+        n = snprintf(buf, sizeof buf, "Name:\t%s\nTgid:\t%d\nPPid:\t%d\nUid:\t%u\t%u\t%u\t%u\n", comm, pid, ppid, uid,
+                     uid, uid, uid);
+        put(rel, buf, (size_t) n);
+}
+
+static void set_children(int pid, const char *list) {
+        char rel[128];
+
+        snprintf(rel, sizeof rel, "proc/%d/task/%d/children", pid, pid);
+        put(rel, list, strlen(list));
+}
 
 static const char policy_json[] =
         "{ \"version\": 1,"
@@ -254,6 +289,141 @@ static void test_ancestor_walk_bounded(void **state) {
         fixture_close(&f);
 }
 
+/* A launcher no rule could match (a program of its own, a shell), with
+ * EDU_VISIBLE_DEVICES=1,0, that fork+exec'd the workers with its environment unchanged:
+ * the size of theirs (wiped, the size kept) is the size of its own, so it stands in. One
+ * whose environment has another size (it exported something before the exec: its own
+ * /proc environ is not what it passed on), or of another user, does not. */
+static void test_launcher_keeps_environment(void **state) {
+        char env[sizeof wiped];
+        fixture f = {};
+        (void) state;
+
+        process(4000800, 1, "npt-launch", "/usr/local/bin/npt-launch", "npt-launch 2",
+                env_sized(env, "EDU_VISIBLE_DEVICES=1,0"), sizeof env);
+        process(4000801, 4000800, "VLLM::Worker_TP", "/usr/bin/python3.11", "VLLM::Worker_TP0", wiped, sizeof wiped);
+        process(4000802, 4000800, "VLLM::Worker_TP", "/usr/bin/python3.11", "VLLM::Worker_TP1", wiped, sizeof wiped);
+        /* The same, but the launcher's environment is 8 bytes shorter than what it gave. */
+        process(4000810, 1, "sh", "/usr/bin/busybox", "sh -c launch", env_sized(env, "EDU_VISIBLE_DEVICES=1,0"),
+                sizeof env - 8);
+        process(4000811, 4000810, "VLLM::Worker_TP", "/usr/bin/python3.11", "VLLM::Worker_TP0", wiped, sizeof wiped);
+        /* The same size, but another user's launcher above root's worker. */
+        process(4000820, 1, "npt-launch", "/usr/local/bin/npt-launch", "npt-launch 2",
+                env_sized(env, "EDU_VISIBLE_DEVICES=1,0"), sizeof env);
+        set_uid(4000820, "npt-launch", 1, 65534);
+        process(4000821, 4000820, "VLLM::Worker_TP", "/usr/bin/python3.11", "VLLM::Worker_TP0", wiped, sizeof wiped);
+        fixture_open(&f);
+        expect(f.w, 4000801, TUNE_ATTRIBUTION_ENV_INHERITED, "edu:1", false, 4000800);
+        expect(f.w, 4000802, TUNE_ATTRIBUTION_ENV_INHERITED, "edu:0", false, 4000800);
+        expect(f.w, 4000811, TUNE_ATTRIBUTION_NONE, "", true, 0);
+        expect(f.w, 4000821, TUNE_ATTRIBUTION_NONE, "", true, 0);
+        fixture_close(&f);
+}
+
+/* vLLM's spawn start method: the launcher fork+execs "python3 -c from multiprocessing.spawn
+ * import spawn_main; ..." (the engine core, before it retitles), which starts the workers
+ * the same way. The intermediate's environment stands in while it keeps it; once it
+ * retitled too (VLLM::EngineCore, wiped: same size as the workers'), the launcher above it
+ * does, here one no rule could match that passed its environment on unchanged. */
+static void test_spawn_main_intermediate(void **state) {
+        char env[sizeof wiped];
+        fixture f = {};
+        (void) state;
+
+        process(4000900, 1, "python3", "/usr/bin/python3.11", "python3 -m vllm.entrypoints.openai.api_server",
+                ENV("PATH=/bin\0EDU_VISIBLE_DEVICES=1,0\0"));
+        process(4000901, 4000900, "python3", "/usr/bin/python3.11",
+                "python3 -c from_multiprocessing.spawn_import_spawn_main;_spawn_main(tracker_fd=5,_pipe_handle=7) "
+                "--multiprocessing-fork",
+                ENV("PATH=/bin\0EDU_VISIBLE_DEVICES=1,0\0"));
+        process(4000902, 4000901, "VLLM::Worker_TP", "/usr/bin/python3.11", "VLLM::Worker_TP1", wiped, sizeof wiped);
+        process(4000910, 1, "npt-launch", "/usr/local/bin/npt-launch", "npt-launch 2",
+                env_sized(env, "EDU_VISIBLE_DEVICES=1,0"), sizeof env);
+        process(4000911, 4000910, "VLLM::EngineCor", "/usr/bin/python3.11", "VLLM::EngineCore", wiped, sizeof wiped);
+        process(4000912, 4000911, "VLLM::Worker_TP", "/usr/bin/python3.11", "VLLM::Worker_TP0", wiped, sizeof wiped);
+        fixture_open(&f);
+        expect(f.w, 4000902, TUNE_ATTRIBUTION_ENV_INHERITED, "edu:0", false, 4000901);
+        expect(f.w, 4000912, TUNE_ATTRIBUTION_ENV_INHERITED, "edu:1", false, 4000910);
+        fixture_close(&f);
+}
+
+/* A launcher retitled by setproctitle after starting its children: its environment and
+ * the workers' are wiped, but a child that keeps its own (multiprocessing's resource
+ * tracker, a helper it forked before the wipe) holds what it passed on, of the workers'
+ * size: it stands in. Children that disagree (a launcher giving each its own list), or
+ * another user's, do not; nor does init's list for the orphans of a dead one. */
+static void test_wiped_launcher_children(void **state) {
+        char env[sizeof wiped], other[sizeof wiped];
+        fixture f = {};
+        (void) state;
+
+        process(4001000, 1, "VLLM::APIServer", "/usr/bin/python3.11", "VLLM::APIServer", wiped, sizeof wiped);
+        process(4001001, 4001000, "python3", "/usr/bin/python3.11",
+                "python3 -c from_multiprocessing.resource_tracker_import_main;main(5)",
+                env_sized(env, "EDU_VISIBLE_DEVICES=1,0"), sizeof env);
+        process(4001002, 4001000, "VLLM::Worker_TP", "/usr/bin/python3.11", "VLLM::Worker_TP0", wiped, sizeof wiped);
+        process(4001003, 4001000, "VLLM::Worker_TP", "/usr/bin/python3.11", "VLLM::Worker_TP1", wiped, sizeof wiped);
+        set_children(4001000, "4001001 4001002 4001003 ");
+        /* Two children that kept environments of that size, with other lists. */
+        process(4001100, 1, "VLLM::APIServer", "/usr/bin/python3.11", "VLLM::APIServer", wiped, sizeof wiped);
+        process(4001101, 4001100, "python3", "/usr/bin/python3.11", "python3 helper.py",
+                env_sized(env, "EDU_VISIBLE_DEVICES=1,0"), sizeof env);
+        process(4001102, 4001100, "python3", "/usr/bin/python3.11", "python3 helper.py",
+                env_sized(other, "EDU_VISIBLE_DEVICES=0,1"), sizeof other);
+        process(4001103, 4001100, "VLLM::Worker_TP", "/usr/bin/python3.11", "VLLM::Worker_TP0", wiped, sizeof wiped);
+        set_children(4001100, "4001101 4001102 4001103 ");
+        /* The only child that kept it is another user's. */
+        process(4001200, 1, "VLLM::APIServer", "/usr/bin/python3.11", "VLLM::APIServer", wiped, sizeof wiped);
+        process(4001201, 4001200, "python3", "/usr/bin/python3.11", "python3 helper.py",
+                env_sized(env, "EDU_VISIBLE_DEVICES=1,0"), sizeof env);
+        set_uid(4001201, "python3", 4001200, 65534);
+        process(4001202, 4001200, "VLLM::Worker_TP", "/usr/bin/python3.11", "VLLM::Worker_TP0", wiped, sizeof wiped);
+        set_children(4001200, "4001201 4001202 ");
+        set_children(1, "4000100 4000200 4000301 ");
+        fixture_open(&f);
+        expect(f.w, 4001002, TUNE_ATTRIBUTION_ENV_INHERITED, "edu:1", false, 4001001);
+        expect(f.w, 4001003, TUNE_ATTRIBUTION_ENV_INHERITED, "edu:0", false, 4001001);
+        expect(f.w, 4001103, TUNE_ATTRIBUTION_NONE, "", true, 0);
+        expect(f.w, 4001202, TUNE_ATTRIBUTION_NONE, "", true, 0);
+        expect(f.w, 4000301, TUNE_ATTRIBUTION_NONE, "", true, 0);
+        fixture_close(&f);
+}
+
+/* A restart: what the daemon before it captured at the worker's exec (the state
+ * directory kept it) comes back through watcher_keep_attribution() for the same process
+ * (pid and start time), and decides before any relative: even the orphan of a dead
+ * launcher, which nothing in /proc could attribute, gets its devices back, and says
+ * where they came from. Not for another start time (the pid was reused). */
+static void test_remembered(void **state) {
+        char *vars[] = { (char *) "EDU_VISIBLE_DEVICES=1,0" };
+        tune_env_capture env = { .state = TUNE_ENV_READ, .vars = vars, .n = 1, .from_pid = 4000301, .restored = true };
+        managed_process *p = NULL;
+        char origin[96];
+        fixture f = {};
+        (void) state;
+
+        fixture_open(&f);
+        assert_int_equal(watcher_keep_attribution(f.w, 4000301, 4000301, 0, 0, &env), 0);
+        assert_int_equal(watcher_keep_attribution(f.w, 4000102, 12, 0, 0, &env), -ESRCH);
+        /* The same pid and start time, but it exec'd another program since (an exec moves
+         * its environment): not the process recorded. */
+        assert_int_equal(watcher_keep_attribution(f.w, 4000101, 4000101, 140732962411238ULL, 140732962414567ULL, &env),
+                         -ESRCH);
+        expect(f.w, 4000301, TUNE_ATTRIBUTION_ENV, "edu:1", false, 4000301);
+        assert_int_equal(watcher_evaluate_pid(f.w, 4000301, &p), 0);
+        assert_true(p->env.restored);
+        tune_attribution_describe_source(&p->attribution, &p->env, origin, sizeof origin);
+        assert_string_equal(origin, "attributed before the restart (from env)");
+        /* Its launcher's environment, here, would have said the same: the record still decides. */
+        env.from_pid = 4000100;
+        env.inherited = true;
+        assert_int_equal(watcher_keep_attribution(f.w, 4000102, 4000102, 0, 0, &env), 0);
+        expect(f.w, 4000102, TUNE_ATTRIBUTION_ENV_INHERITED, "edu:0", false, 4000100);
+        assert_int_equal(watcher_evaluate_pid(f.w, 4000102, &p), 0);
+        assert_true(p->env.restored);
+        fixture_close(&f);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_launcher_environment),
@@ -261,6 +431,10 @@ int main(void) {
                 cmocka_unit_test(test_reused_parent_pid),
                 cmocka_unit_test(test_ancestor_read_once),
                 cmocka_unit_test(test_ancestor_walk_bounded),
+                cmocka_unit_test(test_launcher_keeps_environment),
+                cmocka_unit_test(test_spawn_main_intermediate),
+                cmocka_unit_test(test_wiped_launcher_children),
+                cmocka_unit_test(test_remembered),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }

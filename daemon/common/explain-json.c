@@ -53,6 +53,9 @@ int explain_process_to_json(const managed_process *mp, const tune_plan *pl, doub
         if (r >= 0 && mp->env.inherited && mp->env.from_pid > 0 && mp->env.from_pid != mp->pid)
                 r = tune_json_add(j, "environment_from_pid", json_object_new_int(mp->env.from_pid));
         if (r >= 0)
+                r = tune_json_add(j, "attributed_before_restart",
+                                  json_object_new_boolean(tune_attribution_restored(&mp->attribution, &mp->env)));
+        if (r >= 0)
                 r = json_object_object_add(j, "locality_pct", locality >= 0 ? json_object_new_double(locality) : NULL);
         if (r < 0) {
                 json_object_put(j);
@@ -170,8 +173,14 @@ void explain_print_text(json_object *j, FILE *f) {
         }
         if (*str(j, "environment")) {
                 fprintf(f, "  environment:   %s", str(j, "environment"));
-                if (*str(j, "environment_from_pid"))
-                        fprintf(f, " (its launcher's: the variables of ancestor %s, its own being unusable)",
+                if (json_object_object_get_ex(j, "attributed_before_restart", &v) && json_object_get_boolean(v))
+                        fprintf(f, " (attributed before the restart (from %s): what npu-tuned captured%s%s before it "
+                                   "restarted, kept in its state directory)",
+                                str(j, "accelerator_source"), *str(j, "environment_from_pid") ? " from pid " : " at its exec",
+                                str(j, "environment_from_pid"));
+                else if (*str(j, "environment_from_pid"))
+                        fprintf(f, " (its launcher's, as pid %s holds it: an ancestor, or a child of the launcher "
+                                   "that kept it; its own being unusable)",
                                 str(j, "environment_from_pid"));
                 else if (!streq(str(j, "environment"), "read"))
                         fprintf(f, " (and no launcher's environment stands in: npu-tuned does not guess its devices)");

@@ -96,6 +96,8 @@ int manager_offline_planner(Manager *m, tune_placer **ret) {
         r = watcher_new(m->event, m->ctx, &m->accels, m->policy, &params, NULL, NULL, &m->watcher);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up process matching: %m");
+        /* As a start would see them: what a running daemon kept is read, not changed. */
+        manager_keep_attributions(m, false);
         tune_plan_params pp = { .housekeeping_cpus_per_node = m->policy ? m->policy->host.irq_housekeeping_cpus_per_node : 0 };
         r = tune_placer_new(m->topology, &pp, ret);
         return r < 0 ? log_oom() : 0;

@@ -16,6 +16,7 @@
 #include "npu-tuned/policy.h"
 #include "placement.h"
 #include "proc-guard.h"
+#include "attribution-store.h"
 #include "released-list.h"
 #include "restore.h"
 #include "watcher.h"
@@ -116,6 +117,34 @@ static void manager_keep_released(Manager *m) {
                 (void) released_list_save(state_dir_path(m->state_dir), l, kept);
 }
 
+void manager_keep_attributions(Manager *m, bool prune) {
+        attribution_saved *l = NULL;
+        size_t n = 0, kept = 0;
+        int r;
+
+        r = attribution_store_load(m->options->state_dir, prune, &l, &n);
+        if (r < 0) {
+                /* --explain of a user who may not read the directory: as a start without it. */
+                log_full_errno(prune ? LOG_WARNING : LOG_DEBUG, r,
+                               "Failed to read what processes were attributed from in %s, ignoring: %m",
+                               m->options->state_dir);
+                return;
+        }
+        for (size_t i = 0; i < n; i++) {
+                r = watcher_keep_attribution(m->watcher, l[i].pid, l[i].start_time, l[i].env_start, l[i].env_end,
+                                             &l[i].env);
+                if (r >= 0)
+                        kept++;
+                else if (prune)
+                        (void) attribution_store_remove(m->options->state_dir, l[i].pid);
+        }
+        if (kept > 0 && prune)
+                log_info("%zu process(es) attributed before the restart: what they were attributed from is taken again "
+                         "where their own environment is gone.",
+                         kept);
+        attribution_saved_free_all(l, n);
+}
+
 static int manager_start_watcher(Manager *m) {
         const struct tune_policy *policy = m->policy;
         watcher_params params;
@@ -150,8 +179,10 @@ static int manager_start_watcher(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the process watcher: %m");
         placement_attach_watcher(m->placement, m->watcher);
-        if (!manager_dry_run(m) && state_dir_locked(m->state_dir))
+        if (!manager_dry_run(m) && state_dir_locked(m->state_dir)) {
                 manager_keep_released(m);
+                manager_keep_attributions(m, true);
+        }
         return watcher_start(m->watcher);
 }
 

@@ -53,6 +53,11 @@ int manager_start_knobs(Manager *m);
 /* For the one-shot modes that plan what runs now (--explain without a daemon, --dry-run):
  * m->watcher set up without a consumer, and an empty placer as the daemon's. */
 int manager_offline_planner(Manager *m, struct tune_placer **ret);
+/* Before the watcher's first look: what processes still running were attributed from
+ * before a restart (the state directory's attribution files) is handed to it. prune (the
+ * daemon, holding the directory's lock): files of processes gone, or unreadable, are
+ * removed. */
+void manager_keep_attributions(Manager *m, bool prune);
 /* Plan mp in placer as the daemon would: its claim, inside its cgroup's cpuset; *cs (may
  * be NULL) gets the cpuset. */
 struct process_cpuset;

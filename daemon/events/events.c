@@ -13,9 +13,10 @@ static const char *or_none(const char *s) {
 
 void event_process_placed(const event_sink *sink, const managed_process *mp, const tune_plan *pl, const char *container) {
         _cleanup_free_ char *pool = NULL, *control = NULL, *compute = NULL, *mem = NULL, *accels = NULL;
-        char f_pid[32], f_rule[160], f_accel[256], f_container[192];
+        char f_pid[32], f_rule[160], f_accel[256], f_container[192], origin[96];
 
         (void) tune_attribution_format_accels(&mp->attribution, &accels);
+        tune_attribution_describe_source(&mp->attribution, &mp->env, origin, sizeof origin);
         (void) tune_cpuset_format_list(&pl->pool, &pool);
         (void) tune_cpuset_format_list(tune_plan_role_cpus(pl, TUNE_ROLE_CONTROL), &control);
         (void) tune_cpuset_format_list(tune_plan_role_cpus(pl, TUNE_ROLE_COMPUTE), &compute);
@@ -26,9 +27,9 @@ void event_process_placed(const event_sink *sink, const managed_process *mp, con
         snprintf(f_container, sizeof f_container, "NPU_TUNED_CONTAINER=%s", container ? container : "");
         const char *const fields[] = { f_pid, f_rule, f_accel, container && *container ? f_container : NULL, NULL };
         log_struct(LOG_INFO, NPU_MESSAGE_PROCESS_PLACED, fields,
-                   "Placed pid %d%s%s%s (rule \"%s\", accelerators %s from %s): CPUs %s, control %s, compute %s, memory %s.",
+                   "Placed pid %d%s%s%s (rule \"%s\", accelerators %s %s): CPUs %s, control %s, compute %s, memory %s.",
                    mp->pid, container && *container ? " (" : "", container ? container : "", container && *container ? ")" : "",
-                   mp->rule->name, or_none(accels), tune_attribution_source_to_string(mp->attribution.source),
+                   mp->rule->name, or_none(accels), origin,
                    or_none(pool), or_none(control), or_none(compute), mem && *mem ? mem : "left where it is");
         if (sink && sink->process_placed)
                 sink->process_placed(sink->userdata, mp, pl);

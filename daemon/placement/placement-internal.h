@@ -68,6 +68,7 @@ typedef struct placed_process {
         /* What STATE_DIR/affinity-PID.json holds (see record_before_set()). */
         tune_affinity_record record;
         bool recorded;
+        bool attribution_kept;  /* STATE_DIR/attribution-PID holds what it was attributed from */
         bool restore_on_stop;   /* the rule's, for the record */
         tune_affinity_backend backend; /* the owner's, recording before each set */
         sd_event_source *memory_timer; /* the settle delay, then migration steps */
@@ -122,6 +123,12 @@ tune_affinity_backend recording_backend(placed_process *pp);
 void record_remove(Placement *p, placed_process *pp);
 /* The ready record goes (its directory is walked anew, the daemon stops). */
 void ready_drop(Placement *p);
+
+/* placement-attribution.c */
+/* Keep what mp was attributed from (its environment) for a restarted daemon. */
+void attribution_keep(Placement *p, const managed_process *mp);
+/* It went (not a stop): what was kept goes too. */
+void attribution_forget(Placement *p, placed_process *pp);
 
 /* placement-reconcile.c: watcher_ops.on_process_reconciled. */
 void placement_on_reconciled(Watcher *w, managed_process *mp, void *userdata);

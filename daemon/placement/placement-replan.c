@@ -11,7 +11,7 @@ void log_placement(const Placement *p, const managed_process *mp, const tune_pla
         _cleanup_free_ char *pool = NULL, *control = NULL, *compute = NULL, *mem = NULL, *accels = NULL;
         const placed_process *pp = mp->userdata;
         _cleanup_(tune_plan_done) tune_plan explained = {};
-        char label[200];
+        char label[200], origin[96];
 
         /* The placer plans without reasons (new_placer()): where this says them, plan
          * again with them. */
@@ -20,10 +20,11 @@ void log_placement(const Placement *p, const managed_process *mp, const tune_pla
                 pl = &explained;
 
         (void) tune_attribution_format_accels(&mp->attribution, &accels);
+        tune_attribution_describe_source(&mp->attribution, &mp->env, origin, sizeof origin);
         process_cpuset_label(&pp->cpuset, label, sizeof label);
         if (pl->action != TUNE_PLAN_PLACE) {
-                log_info("Not placing pid %d%s (rule \"%s\", accelerators %s from %s): %s.", mp->pid, label, mp->rule->name,
-                         accels && *accels ? accels : "none", tune_attribution_source_to_string(mp->attribution.source),
+                log_info("Not placing pid %d%s (rule \"%s\", accelerators %s %s): %s.", mp->pid, label, mp->rule->name,
+                         accels && *accels ? accels : "none", origin,
                          pl->n_reasons > 0 ? pl->reasons[pl->n_reasons - 1] : tune_plan_action_to_string(pl->action));
                 return;
         }
@@ -33,10 +34,10 @@ void log_placement(const Placement *p, const managed_process *mp, const tune_pla
         (void) tune_cpuset_format_list(&pl->mem_nodes, &mem);
         /* Placing for real: the event reports it (events.c), once pinned. */
         if (dry_run)
-                log_info("Dry run: would place pid %d%s (rule \"%s\", accelerators %s from %s): CPUs %s, control %s, "
+                log_info("Dry run: would place pid %d%s (rule \"%s\", accelerators %s %s): CPUs %s, control %s, "
                          "compute %s, memory %s.",
                          mp->pid, label, mp->rule->name, accels && *accels ? accels : "none",
-                 tune_attribution_source_to_string(mp->attribution.source), pool ? pool : "?",
+                 origin, pool ? pool : "?",
                  control && *control ? control : "-", compute && *compute ? compute : "-",
                  mem && *mem ? mem : "left where it is");
         for (unsigned i = 0; i < pl->n_reasons; i++)

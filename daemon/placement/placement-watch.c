@@ -41,6 +41,8 @@ static void on_process_matched(Watcher *w, managed_process *mp, void *userdata) 
         reaction_end(p, REACTION_EXEC, mp->pid, before);
         if (pp->binder == BINDER_WATCHING && !p->dry_run)
                 watch_binding(p, pp, mp->rule->binding_watch_ms);
+        /* After its pin: a restart's worth, not on the way to it. */
+        attribution_keep(p, mp);
 }
 
 static void on_process_changed(Watcher *w, managed_process *mp, unsigned changes, void *userdata) {
@@ -61,6 +63,8 @@ static void on_process_changed(Watcher *w, managed_process *mp, unsigned changes
         (void) replan(p, mp, "changed");
         if (changes & WATCHER_CHANGE_EXEC)
                 reaction_end(p, REACTION_EXEC, mp->pid, before);
+        if (changes & (WATCHER_CHANGE_RULE | WATCHER_CHANGE_ACCELS | WATCHER_CHANGE_EXEC))
+                attribution_keep(p, mp);
 }
 
 static void apply_one_thread(Placement *p, managed_process *mp, managed_thread *t) {
@@ -134,6 +138,8 @@ static void on_process_exit(Watcher *w, managed_process *mp, watcher_exit_reason
         tune_keys_done(&changed);
         if (!keep_record)
                 record_remove(p, pp);
+        if (reason != WATCHER_EXIT_STOP)
+                attribution_forget(p, pp);
         event_process_released(p->events, mp, watcher_exit_reason_to_string(reason));
         placed_process_free(pp);
         mp->userdata = NULL;

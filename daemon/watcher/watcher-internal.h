@@ -78,8 +78,21 @@ typedef struct Entry {
 typedef struct watcher_ancestor {
         pid_t pid;
         uint64_t start_time;
+        uid_t uid;            /* its real uid ((uid_t) -1: unknown) */
+        bool kin;             /* a rule matches it, or may after a retitle */
+        bool env_read;        /* env is what its environ showed */
         tune_env_capture env;
+        size_t kids_len;      /* kids was looked for among its children for this size (0: not yet) */
+        tune_env_capture kids; /* the environment its children of that size agree on */
 } watcher_ancestor;
+
+/* What a daemon before a restart captured of a process's environment (at its exec, or
+ * inherited then), read back from the state directory by the manager. */
+typedef struct watcher_remembered {
+        pid_t pid;
+        uint64_t start_time;
+        tune_env_capture env;
+} watcher_remembered;
 
 /* One user's environment reads by the ancestry walk in the current second. */
 typedef struct watcher_uid_reads {
@@ -117,6 +130,8 @@ struct Watcher {
         watcher_ancestor ancestors[64];   /* watcher-ancestry.c */
         unsigned next_ancestor;
         watcher_uid_reads uid_reads[16];
+        watcher_remembered *remembered; /* environments a daemon before a restart captured (watcher_keep_attribution()) */
+        unsigned n_remembered;
         struct { pid_t pid; uint64_t start_time; } *refused; /* matches refused for a full table, oldest first */
         unsigned n_refused;
         sd_event_source *retry_source; /* re-evaluates them once room frees up (watcher-match.c; enabled by
@@ -208,14 +223,22 @@ void entry_emit_thread_exit(Entry *e, managed_thread *t);
 int entry_threads_sync(Entry *e, bool emit);
 
 /* The environment inherited from ancestors (watcher-ancestry.c). For e, found running with
- * its own environment wiped: the nearest ancestor's that the watcher would have kept for
- * it (one a rule matches or may match after a retitle), copied into *ret. Bounded work
- * (the file's comment). */
-bool watcher_ancestor_env(Watcher *w, const Entry *e, tune_env_capture *ret);
+ * its own environment wiped (own_len bytes of NULs; 0: unknown), the nearest stand-in of
+ * the same user (or root), copied into *ret: an ancestor the watcher would have kept for
+ * it (one a rule matches or may match after a retitle); or, while every process between
+ * was given an environment of own_len bytes, any ancestor whose own has that size (it
+ * passed it on unchanged), or the agreeing environments of that size of an ancestor's
+ * other children (docs/trust.md). Bounded work (the file's comment). */
+bool watcher_ancestor_env(Watcher *w, const Entry *e, size_t own_len, tune_env_capture *ret);
 /* tune_proc_read_environ() of pid for a process of uid found running, charged to uid's
  * reads of the second: -EDQUOT when they are spent (said once a second). */
 int watcher_read_environ_budgeted(Watcher *w, uid_t uid, pid_t pid, char **ret, size_t *ret_len, bool *ret_truncated);
 void watcher_ancestry_done(Watcher *w);
+/* What a daemon before a restart captured for (pid, start_time), copied into *ret
+ * (restored): false when nothing was kept for it. */
+bool watcher_remembered_env(Watcher *w, pid_t pid, uint64_t start_time, tune_env_capture *ret);
+int watcher_remembered_add(Watcher *w, pid_t pid, uint64_t start_time, const tune_env_capture *env);
+void watcher_remembered_done(Watcher *w);
 
 /* Matching, environment, attribution: a process against the rules, and what changed on re-evaluation (watcher-match.c). */
 /* Wake the reconcile timer by due, if it is not due earlier. */

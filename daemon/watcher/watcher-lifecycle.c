@@ -216,6 +216,7 @@ Watcher *watcher_free(Watcher *w) {
         sd_event_source_disable_unref(w->resync_timer);
         sd_event_source_disable_unref(w->timer);
         watcher_ancestry_done(w);
+        watcher_remembered_done(w);
         free(w->refused);
         sd_event_source_disable_unref(w->retry_source);
         free(w->comm_pending);
@@ -304,6 +305,18 @@ const char *watcher_unmanaged_reason(Watcher *w, pid_t pid) {
                         return "refused: max_managed_processes processes are managed; taken when one goes";
         return "not managed yet: the watcher has not looked at it as it is now (a rescan, a rename or an exec will), "
                "or its user is over its share of max_managed_processes";
+}
+
+int watcher_keep_attribution(Watcher *w, pid_t pid, uint64_t start_time, uint64_t env_start, uint64_t env_end,
+                             const tune_env_capture *env) {
+        tune_proc_stat st;
+
+        /* Another start time: another process. Another place of the environment: it exec'd
+         * another program since (an exec keeps pid and start time). */
+        if (tune_proc_read_stat(w->ctx, pid, &st) < 0 || st.start_time != start_time || st.env_start != env_start ||
+            st.env_end != env_end)
+                return -ESRCH;
+        return watcher_remembered_add(w, pid, start_time, env);
 }
 
 int watcher_keep_released(Watcher *w, pid_t pid, uint64_t start_time) {

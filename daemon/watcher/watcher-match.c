@@ -114,12 +114,23 @@ static void entry_capture_env(Entry *e, bool at_exec) {
                                         &own) < 0)
                 own.state = TUNE_ENV_UNREADABLE;
         own.from_pid = e->p.pid;
+        /* Found running without a usable environment of its own: what a daemon before a
+         * restart captured for it at its exec comes first (also before what a scan copied
+         * from its parent's entry), then its relatives'. */
+        if (!at_exec && !tune_env_capture_usable(&own) && !e->p.env.restored &&
+            watcher_remembered_env(w, e->p.pid, e->p.start_time, &ancestor)) {
+                tune_env_capture_done(&own);
+                tune_env_capture_done(&e->p.env);
+                e->p.env = ancestor;
+                return;
+        }
         if (!tune_env_capture_usable(&own) && e->p.env.inherited && tune_env_capture_usable(&e->p.env)) {
                 tune_env_capture_done(&own);
                 return;
         }
         tune_env_capture_done(&e->p.env);
-        if (!at_exec && !tune_env_capture_usable(&own) && watcher_ancestor_env(w, e, &ancestor)) {
+        if (!at_exec && !tune_env_capture_usable(&own) &&
+            watcher_ancestor_env(w, e, own.state == TUNE_ENV_WIPED && !own.truncated ? own.len : 0, &ancestor)) {
                 tune_env_capture_done(&own);
                 own = ancestor;
         }
@@ -298,6 +309,8 @@ void watcher_evaluate_facts(Watcher *w, Entry *e, const tune_proc_stat *st, tune
          * process found later (scan, rename) gets what is there now, or its ancestor's. */
         if (why == EVAL_EXEC || e->p.env.state == TUNE_ENV_NOT_READ || e->p.env.inherited)
                 entry_capture_env(e, why == EVAL_EXEC);
+        e->p.env_start = st->env_start;
+        e->p.env_end = st->env_end;
         memcpy(e->p.comm, f.comm, sizeof e->p.comm);
 
         if (action == WATCHER_MATCH_UNMATCH || action == WATCHER_MATCH_CANDIDATE) {

@@ -134,6 +134,15 @@ int watcher_managed_pids(Watcher *w, pid_t **ret, size_t *ret_n);
  * released by a previous run and stays so until it execs again. -ESRCH: not that process. */
 int watcher_keep_released(Watcher *w, pid_t pid, uint64_t start_time);
 
+/* Before watcher_start(): what a previous run captured of pid's environment (at its exec,
+ * or inherited then; the state directory kept it), for pid if it is still the process
+ * that began at start_time, running the same exec (its environment where env_start and
+ * env_end say, tune_proc_stat). A process found running whose own environment is no longer
+ * usable (setproctitle wiped it) takes it before any ancestor's, and says so
+ * (env.restored). -ESRCH: not that process; -ENOSPC: max_managed kept already. */
+int watcher_keep_attribution(Watcher *w, pid_t pid, uint64_t start_time, uint64_t env_start, uint64_t env_end,
+                             const tune_env_capture *env);
+
 /* Why a process a rule matches is not managed, in words for explain: released (Release(),
  * until it execs again), refused for a full table, over its user's share, or "" when the
  * watcher has no such word for it (it was not looked at as it is now). */

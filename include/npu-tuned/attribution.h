@@ -32,7 +32,11 @@ typedef struct tune_env_capture {
         tune_env_state state;
         bool truncated;  /* environ was longer than the read bound */
         bool inherited;  /* copied from an ancestor's capture (this process's own was not usable) */
+        bool restored;   /* read back from the state directory: what a daemon before a restart
+                          * captured (the process's own at its exec, or inherited) */
         pid_t from_pid;  /* the process whose exec it was captured at */
+        size_t len;      /* bytes of environ read (setproctitle leaves the size, all NULs): the
+                          * ancestry walk compares a wiped one's size with its relatives' */
         char **vars;
         unsigned n;
 } tune_env_capture;
@@ -48,6 +52,8 @@ int tune_env_capture_copy(tune_env_capture *dst, const tune_env_capture *src);
 void tune_env_capture_done(tune_env_capture *e);
 /* Whether the capture can stand for the process's environment (read, not wiped). */
 bool tune_env_capture_usable(const tune_env_capture *e) _pure_;
+/* Whether two captures hold the same variables (names and values, in any order). */
+bool tune_env_capture_same_vars(const tune_env_capture *a, const tune_env_capture *b) _pure_;
 
 /* The variable names worth capturing for this policy: the built-in visible-devices
  * variables, CUDA_DEVICE_ORDER, the policy kinds' visible_env and the rules' rank_env.
@@ -89,6 +95,12 @@ typedef struct tune_attribution {
 void tune_attribution_done(tune_attribution *a);
 int tune_attribution_copy(tune_attribution *dst, const tune_attribution *src);
 bool tune_attribution_equal(const tune_attribution *a, const tune_attribution *b) _pure_;
+/* Whether a's decision came from an environment a daemon captured before its restart
+ * (env->restored): what explain and the log call "attributed before the restart". */
+bool tune_attribution_restored(const tune_attribution *a, const tune_env_capture *env) _pure_;
+/* Where a's accelerators came from, for a log line: "from env-inherited", or "attributed
+ * before the restart (from env)" (tune_attribution_restored()). */
+void tune_attribution_describe_source(const tune_attribution *a, const tune_env_capture *env, char *buf, size_t size);
 /* "ascend:0,ascend:3" ("" when none). Caller frees. */
 int tune_attribution_format_accels(const tune_attribution *a, char **ret);
 

@@ -29,6 +29,9 @@ typedef struct tune_proc_stat {
         pid_t ppid;
         unsigned flags;      /* field 9, PF_* */
         uint64_t start_time; /* field 22: clock ticks after boot; with pid, the process's identity */
+        uint64_t env_start, env_end; /* fields 50-51: where its last exec put the environment (the
+                                      * stack is randomised: another exec moves it); 0 when not
+                                      * shown (no permission, a kernel thread, an older kernel) */
 } tune_proc_stat;
 
 /* The comm is between the first '(' and the LAST ')' (a comm may hold ")" and spaces).
@@ -91,6 +94,9 @@ int tune_cmdline_join(const char *buf, size_t len, char **ret);
 /* A comm as given by the kernel ("name\n", at most 15 bytes) into a NUL-terminated
  * buffer. */
 int tune_parse_comm(const char *text, char ret[static TUNE_COMM_MAX]);
+/* The pids of /proc/PID/task/TID/children ("1 2 3 "), at most max of them, in the kernel's
+ * order; anything but digits and spaces is -EBADMSG. */
+int tune_parse_pid_list(const char *text, size_t max, pid_t *ret, size_t *ret_n);
 
 /* Copy s into buf for a log line: bytes outside printable ASCII become \xNN, and a
  * string that does not fit ends in "...". Never fails; buf is always terminated. */
@@ -126,6 +132,11 @@ int tune_proc_read_cmdline(const tune_ctx *ctx, pid_t pid, char **ret);
 /* The raw environ block, at most TUNE_ENVIRON_MAX bytes (*ret_truncated says whether it was
  * longer). Not NUL-terminated as a whole; *ret holds *ret_len bytes plus one NUL. */
 int tune_proc_read_environ(const tune_ctx *ctx, pid_t pid, char **ret, size_t *ret_len, bool *ret_truncated);
+/* The children of pid's main thread (/proc/PID/task/PID/children), at most max of them
+ * (the first ones the kernel lists); -ENOENT also on a kernel without
+ * CONFIG_PROC_CHILDREN. */
+#define TUNE_CHILDREN_MAX 64u
+int tune_proc_read_children(const tune_ctx *ctx, pid_t pid, pid_t *ret, size_t max, size_t *ret_n);
 /* The link text of /proc/PID/exe without the kernel's " (deleted)" suffix. */
 int tune_proc_read_exe(const tune_ctx *ctx, pid_t pid, char **ret);
 int tune_proc_read_cgroup(const tune_ctx *ctx, pid_t pid, char **ret);

@@ -40,6 +40,8 @@ typedef struct managed_process {
         int rank;             /* from the rule's rank source; -1: none */
         tune_attribution attribution; /* accelerators and where they came from */
         tune_env_capture env; /* the variables that matter, captured at exec or inherited */
+        uint64_t env_start, env_end; /* where its exec put its environment (tune_proc_stat), as
+                                      * last read: what tells this exec from a later one */
 
         managed_thread *threads; /* every thread, the main one (tid == pid) included while it lives */
         unsigned n_threads;

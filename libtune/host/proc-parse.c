@@ -109,6 +109,13 @@ int tune_parse_proc_stat(const char *text, tune_proc_stat *ret) {
         r = next_u64(&p, &st.start_time);
         if (r < 0)
                 return r;
+        /* fields 23..49, then 50, 51: env_start, env_end, when the line has them. */
+        for (int i = 23; i <= 49 && r >= 0; i++)
+                r = skip_field(&p);
+        if (r >= 0 && next_u64(&p, &v) >= 0 && next_u64(&p, &st.env_end) >= 0)
+                st.env_start = v;
+        else
+                st.env_end = 0;
         *ret = st;
         return 0;
 }
@@ -219,6 +226,30 @@ int tune_parse_comm(const char *text, char ret[static TUNE_COMM_MAX]) {
                 return -EBADMSG;
         memcpy(ret, text, len);
         ret[len] = 0;
+        return 0;
+}
+
+int tune_parse_pid_list(const char *text, size_t max, pid_t *ret, size_t *ret_n) {
+        size_t n = 0;
+
+        if (!text || (!ret && max > 0) || !ret_n)
+                return -EINVAL;
+        for (const char *p = text; *p;) {
+                uint64_t v = 0;
+                const char *start;
+
+                if (*p == ' ' || *p == '\n') {
+                        p++;
+                        continue;
+                }
+                for (start = p; *p >= '0' && *p <= '9' && p - start < 10; p++)
+                        v = v * 10 + (uint64_t) (*p - '0');
+                if (p == start || (*p && *p != ' ' && *p != '\n') || v == 0 || v > INT32_MAX)
+                        return -EBADMSG;
+                if (n < max)
+                        ret[n++] = (pid_t) v;
+        }
+        *ret_n = n;
         return 0;
 }
 

@@ -106,6 +106,26 @@ int tune_proc_read_status(const tune_ctx *ctx, pid_t pid, tune_proc_status *ret)
         return tune_parse_proc_status(text, ret);
 }
 
+int tune_proc_read_children(const tune_ctx *ctx, pid_t pid, pid_t *ret, size_t max, size_t *ret_n) {
+        _cleanup_free_ char *text = NULL;
+        char path[80];
+        size_t len;
+        bool truncated;
+        int r;
+
+        r = pid_path(path, sizeof path, pid, pid, "children");
+        if (r < 0)
+                return r;
+        /* 8 bytes a pid at most ("4194304 "): what max of them take, and no more. */
+        r = tune_read_prefix(ctx, path, max * 8, &text, &len, &truncated);
+        if (r < 0)
+                return r;
+        if (truncated) /* the last pid may be cut: drop it */
+                for (; len > 0 && text[len - 1] != ' '; len--)
+                        text[len - 1] = 0;
+        return tune_parse_pid_list(text, max, ret, ret_n);
+}
+
 int tune_proc_read_creds(const tune_ctx *ctx, pid_t pid, tune_creds *ret) {
         _cleanup_free_ char *text = NULL;
         int r;

@@ -81,7 +81,7 @@ const char *tune_env_capture_get(const tune_env_capture *e, const char *name) {
 
 int tune_env_capture_parse(const char *buf, size_t len, bool truncated, const char *const *names,
                            unsigned n_names, tune_env_capture *ret) {
-        tune_env_capture e = { .state = TUNE_ENV_READ, .truncated = truncated };
+        tune_env_capture e = { .state = TUNE_ENV_READ, .truncated = truncated, .len = len };
         bool any_entry = false, first_byte[256] = {};
         size_t pos = 0;
 
@@ -157,6 +157,41 @@ int tune_env_capture_copy(tune_env_capture *dst, const tune_env_capture *src) {
 
 bool tune_env_capture_usable(const tune_env_capture *e) {
         return e && e->state == TUNE_ENV_READ;
+}
+
+bool tune_env_capture_same_vars(const tune_env_capture *a, const tune_env_capture *b) {
+        if (!a || !b || a->n != b->n)
+                return false;
+        for (unsigned i = 0; i < a->n; i++) {
+                const char *eq = strchr(a->vars[i], '=');
+                char name[128];
+
+                if (!eq || (size_t) (eq - a->vars[i]) >= sizeof name)
+                        return false;
+                memcpy(name, a->vars[i], (size_t) (eq - a->vars[i]));
+                name[eq - a->vars[i]] = 0;
+                const char *v = tune_env_capture_get(b, name);
+                if (!v || !streq(v, eq + 1))
+                        return false;
+        }
+        return true;
+}
+
+void tune_attribution_describe_source(const tune_attribution *a, const tune_env_capture *env, char *buf, size_t size) {
+        const char *source = tune_attribution_source_to_string(a ? a->source : TUNE_ATTRIBUTION_NONE);
+
+        if (size == 0)
+                return;
+        if (tune_attribution_restored(a, env))
+                snprintf(buf, size, "attributed before the restart (from %s)", source);
+        else
+                snprintf(buf, size, "from %s", source);
+}
+
+bool tune_attribution_restored(const tune_attribution *a, const tune_env_capture *env) {
+        return a && env && env->restored &&
+               (a->source == TUNE_ATTRIBUTION_ENV || a->source == TUNE_ATTRIBUTION_ENV_INHERITED ||
+                a->source == TUNE_ATTRIBUTION_RANK);
 }
 
 static const char *const builtin_env_names[] = {

@@ -8,6 +8,15 @@
  *   npt-server vllm-orphans TP  the same, but the workers outlive the launcher, which
  *                               exits once they have retitled (a launcher that crashed):
  *                               they are adopted by init or a subreaper
+ *   npt-server vllm-wiped TP [bare]  like `vllm serve` retitled by setproctitle: starts
+ *                               multiprocessing's resource tracker ("npt-server -c from
+ *                               multiprocessing.resource_tracker import main;main(5)",
+ *                               which keeps its environment; not with bare) and the TP
+ *                               workers by fork+exec, then retitles itself
+ *                               "VLLM::APIServer" (its environ wiped)
+ *   npt-server launch PROG TP   a launcher of its own (installed under another name, no
+ *                               rule matches it): fork+execs "PROG vllm-worker R" with its
+ *                               environment unchanged, and keeps its name and environment
  *   npt-server vllm-worker R    touches NPT_WORKER_MIB MiB (when set: its weights), starts
  *                               one unnamed (compute) thread, then after a
  *                               Python-like start-up delay retitles itself
@@ -137,6 +146,40 @@ static int mode_vllm(int tp) {
         if (orphans) {
                 msleep(1000); /* the workers have retitled */
                 return 0;
+        }
+        wait_forever();
+        return 0;
+}
+
+static int mode_vllm_wiped(int tp, bool bare) {
+        if (!bare) {
+                char *argv[] = { (char *) self, (char *) "-c",
+                                 (char *) "from multiprocessing.resource_tracker import main;main(5)", NULL };
+                spawn(argv, NULL);
+        }
+        for (int r = 0; r < tp; r++) {
+                char rank[16];
+                snprintf(rank, sizeof rank, "%d", r);
+                char *argv[] = { (char *) self, (char *) "vllm-worker", rank, NULL };
+                spawn(argv, NULL);
+        }
+        msleep(50);
+        setproctitle("VLLM::APIServer");
+        wait_forever();
+        return 0;
+}
+
+static int mode_launch(const char *prog, int tp) {
+        for (int r = 0; r < tp; r++) {
+                char rank[16];
+                snprintf(rank, sizeof rank, "%d", r);
+                pid_t pid = fork();
+                if (pid == 0) {
+                        char *argv[] = { (char *) prog, (char *) "vllm-worker", rank, NULL };
+                        (void) prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+                        execve(prog, argv, environ);
+                        _exit(127);
+                }
         }
         wait_forever();
         return 0;
@@ -324,6 +367,10 @@ int main(int argc, char *argv[]) {
                 orphans = true;
                 return mode_vllm(atoi(argv[2]));
         }
+        if (strcmp(mode, "vllm-wiped") == 0 && (argc == 3 || argc == 4))
+                return mode_vllm_wiped(atoi(argv[2]), argc == 4 && strcmp(argv[3], "bare") == 0);
+        if (strcmp(mode, "launch") == 0 && argc == 4)
+                return mode_launch(argv[2], atoi(argv[3]));
         if (strcmp(mode, "vllm-worker") == 0 && argc == 3)
                 return mode_vllm_worker(atoi(argv[2]));
         if (strcmp(mode, "sglang") == 0 && argc == 3)

@@ -15,12 +15,22 @@
 # compute on its second:
 #   1. the daemon already running when the server starts;
 #   2. the daemon restarted (SIGTERM: originals back, then a new start that finds the
-#      workers by its scan, their environment long wiped: the launcher's stands in);
+#      workers by its scan, their environment long wiped: what the first daemon captured
+#      at their exec, kept in the state directory, decides, and the log says so);
 #   3. the daemon SIGKILLed and started again (affinity records, then the scan);
 #   4. --explain of a worker beside the running daemon names the same accelerator, pool
 #      and roles;
 #   5. workers whose launcher died (npt-server vllm-orphans), found by a fresh start:
-#      visible list unknown, so no guess: left alone, and the daemon and --explain say so.
+#      visible list unknown, so no guess: left alone, and the daemon and --explain say so;
+#   6. the server first, then the daemon (a fresh state directory), for two launchers: one
+#      no rule matches that keeps its name and environment (npt-launch), and one that
+#      wipes its own after starting its workers and a resource tracker that keeps it
+#      (npt-server vllm-wiped): every worker right within the binding watch window (2 s)
+#      plus 1 s of the daemon's READY; then SIGKILL and a start while the server runs:
+#      the same, and the log and --explain say "attributed before the restart";
+#   7. a launcher that wiped its own and left no child that kept it (vllm-wiped bare):
+#      placed by a daemon that saw the workers exec, right again after its SIGKILL and a
+#      start (only the state directory knew); a fresh state directory: no guess.
 # shellcheck disable=SC2317,SC2086 # placed_right runs through vm_wait_for; $policy holds two --policy-dir options, split on purpose
 # shellcheck source-path=SCRIPTDIR source=../guest-lib.sh
 . /usr/lib/npu-vm/lib.sh
@@ -125,8 +135,8 @@ vm_daemon_start "$dir/daemon-restarted.log" $policy --state-dir "$dir/state"
 all_right "daemon restarted while the server runs"
 for w in $workers; do
 	rank=$(vm_cmdline "$w" | sed -n 's/.*_TP\([0-9]*\).*/\1/p')
-	if grep -q "pid $w (rule \"vllm-worker\", accelerators edu:$((1 - rank)) from env-inherited)" "$dir/daemon-restarted.log"; then
-		vm_ok "restart: worker $w (TP$rank) attributed edu:$((1 - rank)) from its launcher's environment"
+	if grep -q "pid $w (rule \"vllm-worker\", accelerators edu:$((1 - rank)) attributed before the restart (from env))" "$dir/daemon-restarted.log"; then
+		vm_ok "restart: worker $w (TP$rank) attributed edu:$((1 - rank)) from what the first daemon captured at its exec"
 	else
 		vm_not_ok "restart: worker $w (TP$rank)" "$(grep "pid $w (rule" "$dir/daemon-restarted.log")"
 	fi
@@ -178,4 +188,96 @@ done
 vm_daemon_stop TERM
 # shellcheck disable=SC2086 # a list of pids
 kill $orphans 2>/dev/null
+
+# --- 6., 7. the server first, then the daemon ------------------------------------------
+# server_up CMD...: start a server with EDU_VISIBLE_DEVICES=1,0, wait for its two
+# retitled workers; sets launcher and workers.
+server_up() {
+	EDU_VISIBLE_DEVICES=1,0 "$@" >/dev/null 2>&1 &
+	launcher=$!
+	vm_track "$launcher"
+	vm_wait_for 20 two_workers || vm_fail "$* did not start two retitled workers"
+	sleep 0.5 # the threads after the retitle
+	workers=$(vm_children "$launcher" '^VLLM::Worker_TP' | tr '\n' ' ')
+	vm_log "$*: launcher $launcher, workers $workers"
+}
+
+# right_in_time WHAT: every worker right within the binding watch window plus 1 s of
+# the daemon's READY (vm_daemon_start returns after it).
+right_in_time() {
+	_t0=$(vm_uptime)
+	for w in $workers; do vm_wait_for 10 placed_right "$w" quiet || true; done
+	_took=$(vm_elapsed "$_t0")
+	all_right "$1"
+	if awk -v t="$_took" 'BEGIN { exit !(t <= 3.0) }'; then
+		vm_ok "$1: both workers right ${_took} s after READY (binding watch window 2 s + 1 s)"
+	else
+		vm_not_ok "$1: both workers right" "${_took} s after READY, want <= 3.0"
+	fi
+}
+
+# said LOG WHAT TEXT EXPLAIN STATE: every worker's placement line in LOG says "accelerators
+# edu:N TEXT", and --explain with the state directory STATE says EXPLAIN.
+said() {
+	for w in $workers; do
+		rank=$(vm_cmdline "$w" | sed -n 's/.*_TP\([0-9]*\).*/\1/p')
+		line=$(grep "Placed pid $w (rule" "$1" | tail -n1)
+		case $line in
+		*"accelerators edu:$((1 - rank)) $3)"*) vm_ok "$2: log of worker $w: edu:$((1 - rank)) $3" ;;
+		*) vm_not_ok "$2: log of worker $w" "${line:-no placement line}, want edu:$((1 - rank)) $3" ;;
+		esac
+		npu-tuned $policy --state-dir "$5" --explain "$w" >"$dir/explain-$2-$w.txt" 2>&1
+		if grep -q "accelerators:  edu:$((1 - rank)) " "$dir/explain-$2-$w.txt" && grep -q "$4" "$dir/explain-$2-$w.txt"; then
+			vm_ok "$2: --explain $w: edu:$((1 - rank)), $4"
+		else
+			cat "$dir/explain-$2-$w.txt"
+			vm_not_ok "$2: --explain $w" "want edu:$((1 - rank)) and '$4'"
+		fi
+	done
+}
+
+# first_then_kill NAME CMD...: the server first, then the daemon; then SIGKILL, a start.
+first_then_kill() {
+	_name=$1
+	shift
+	server_up "$@"
+	vm_daemon_start "$dir/daemon-$_name.log" $policy --state-dir "$dir/state-$_name"
+	right_in_time "$_name: server first"
+	# --explain as a fresh start sees it (no state directory): the relatives decide.
+	said "$dir/daemon-$_name.log" "$_name" "from env-inherited" "environment:   read (its launcher's" "$dir/none"
+	vm_daemon_stop KILL
+	vm_daemon_start "$dir/daemon-$_name-killed.log" $policy --state-dir "$dir/state-$_name"
+	right_in_time "$_name: SIGKILL and a start"
+	said "$dir/daemon-$_name-killed.log" "$_name" "attributed before the restart (from env-inherited)" \
+		"attributed before the restart (from env-inherited)" "$dir/state-$_name"
+	vm_daemon_stop TERM
+	kill "$launcher" 2>/dev/null
+	vm_wait_for 10 sh -c "! kill -0 $launcher 2>/dev/null" || true
+}
+first_then_kill launch npt-launch launch /usr/bin/python3 2
+first_then_kill wiped python3 vllm-wiped 2
+
+# 7. Nothing left in /proc holds the list: only what a daemon captured at the exec.
+vm_daemon_start "$dir/daemon-bare.log" $policy --state-dir "$dir/state-bare"
+server_up python3 vllm-wiped 2 bare
+all_right "bare: the daemon first"
+vm_daemon_stop KILL
+vm_daemon_start "$dir/daemon-bare-killed.log" $policy --state-dir "$dir/state-bare"
+right_in_time "bare: SIGKILL and a start"
+said "$dir/daemon-bare-killed.log" bare "attributed before the restart (from env)" "attributed before the restart (from env)" \
+	"$dir/state-bare"
+vm_daemon_stop TERM
+vm_daemon_start "$dir/daemon-bare-fresh.log" $policy --state-dir "$dir/state-bare-fresh"
+sleep 1
+for w in $workers; do
+	bad=$(vm_threads "$w" | awk -v all="$all" '$3 != all' | head -n1)
+	vm_expect_eq "bare, fresh state directory: worker $w left alone (first pinned)" "$bad" ""
+	if grep -q "Process $w (.*): rank [0-9]* not taken as a device index" "$dir/daemon-bare-fresh.log"; then
+		vm_ok "bare, fresh state directory: the daemon says it does not guess worker $w's device"
+	else
+		vm_not_ok "bare, fresh state directory: daemon log for $w" "$(grep "$w" "$dir/daemon-bare-fresh.log" | head -n3)"
+	fi
+done
+vm_daemon_stop TERM
+kill "$launcher" 2>/dev/null
 vm_finish
