@@ -9,7 +9,7 @@
 set -eu
 
 build="meson ninja-build pkg-config gcc libsystemd-dev libnuma-dev libhwloc-dev libcpupower-dev libjson-c-dev"
-test="libcmocka-dev hwloc dbus systemd debootstrap bash-completion clang libclang-rt-dev python3 bzip2 tar util-linux procps qemu-system-x86 busybox-static cpio xz-utils numactl irqbalance strace"
+test="libcmocka-dev hwloc dbus systemd debootstrap bash-completion clang libclang-rt-dev python3 bzip2 tar util-linux procps qemu-system-x86 busybox-static cpio xz-utils numactl irqbalance strace prometheus prometheus-node-exporter"
 
 bench="python3 procps tuned linux-perf valgrind strace"
 
