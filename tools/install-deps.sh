@@ -3,7 +3,7 @@
 # Install what npu-tuned needs on Debian 12: to build and run it (no argument), or also
 # everything the test suite uses (--test: cmocka, hwloc's lstopo, dbus and busctl, debootstrap
 # and QEMU for the multi-NUMA guest tests, clang for the fuzzer, strace to kill the daemon at
-# a chosen syscall), or what bench/run-all.sh compares against (--bench: the peer tuned with
+# a chosen syscall, Prometheus's node exporter and promtool for the metrics), or what bench/run-all.sh compares against (--bench: the peer tuned with
 # perf's Python module it needs to follow new processes, valgrind for instruction counts,
 # strace). Idempotent; uses sudo when not root.
 set -eu
@@ -34,6 +34,15 @@ quiet_tuned() {
         $as_root systemctl disable --now tuned.service >/dev/null 2>&1 || true
 }
 
+quiet_prometheus() {
+        # The metrics test runs a node exporter of its own on 127.0.0.1 and a free port; the
+        # packages' services (a Prometheus server scraping the host, the exporter on :9100
+        # and its timers) have no business running on a test machine.
+        [ "${1:-}" = --test ] && command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ] || return 0
+        $as_root systemctl disable --now prometheus.service prometheus-node-exporter.service \
+                'prometheus-node-exporter-*.timer' >/dev/null 2>&1 || true
+}
+
 missing=""
 for p in $pkgs; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
@@ -57,3 +66,4 @@ $as_root apt-get update -q
 $as_root apt-get install -y -q --no-install-recommends $missing
 fetch_vm_kernel "${1:-}"
 quiet_tuned "${1:-}"
+quiet_prometheus "${1:-}"
