@@ -599,6 +599,7 @@ static void check_daemon(const doctor_facts *f, doctor_report *r) {
 
 static void check_managed(const doctor_facts *f, doctor_report *r) {
         list bad_cpuset = {}, outside = {}, remote = {};
+        pid_t first_outside = 0;
         char fix[256];
 
         if (!f->daemon)
@@ -609,6 +610,8 @@ static void check_managed(const doctor_facts *f, doctor_report *r) {
                     !tune_cpuset_overlaps(&m->accel_cpus, &m->cpuset_cpus))
                         list_add(&bad_cpuset, "pid %d (%s) on %s: its cgroup cpuset has no CPU near them", (int) m->pid,
                                  m->comm, m->accelerators);
+                if (m->threads_outside && !first_outside)
+                        first_outside = m->pid;
                 if (m->threads_outside)
                         list_add(&outside, "pid %d (%s): %u of %u thread(s) outside its plan (tid %d on %s)", (int) m->pid,
                                  m->comm, m->threads_outside, m->threads, (int) m->first_outside, m->first_outside_cpus);
@@ -622,13 +625,7 @@ static void check_managed(const doctor_facts *f, doctor_report *r) {
                            "--topology-manager-policy=single-numa-node, or the runtime's --cpuset-cpus)",
                            "%s", bad_cpuset.buf);
         if (outside.n) {
-                snprintf(fix, sizeof fix, "npu-tunectl explain %d (who binds it, and why)", (int) f->managed[0].pid);
-                for (unsigned i = 0; i < f->n_managed; i++)
-                        if (f->managed[i].threads_outside) {
-                                snprintf(fix, sizeof fix, "npu-tunectl explain %d (who binds it, and why)",
-                                         (int) f->managed[i].pid);
-                                break;
-                        }
+                snprintf(fix, sizeof fix, "npu-tunectl explain %d (who binds it, and why)", (int) first_outside);
                 doctor_add(r, "placement-threads", DOCTOR_WARN, fix, "%s (/proc/PID/task/TID/status)", outside.buf);
         } else
                 doctor_add(r, "placement-threads", DOCTOR_OK, NULL, "%u managed process(es), every thread where its plan says",

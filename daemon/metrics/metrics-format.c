@@ -4,6 +4,7 @@
  * Pure: tested in test-metrics-format without a daemon. */
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,16 +107,6 @@ static void sample(text *t, const char *name, uint64_t v) {
         fprintf(t->f, "%s %llu\n", name, (unsigned long long) v);
 }
 
-static void counter(text *t, const char *name, const char *help, uint64_t v) {
-        family(t, name, "counter", help);
-        sample(t, name, v);
-}
-
-static void gauge(text *t, const char *name, const char *help, uint64_t v) {
-        family(t, name, "gauge", help);
-        sample(t, name, v);
-}
-
 static int format_groups(text *t, const metrics_snapshot *s) {
         static const struct {
                 const char *name, *help;
@@ -178,6 +169,37 @@ static void format_histograms(text *t, const metrics_snapshot *s) {
         }
 }
 
+/* The families of one sample without labels, in the order they are written. */
+#define U64(field) offsetof(metrics_snapshot, field), false
+#define UNS(field) offsetof(metrics_snapshot, field), true
+static const struct {
+        const char *name;
+        bool counter;
+        size_t offset;
+        bool is_unsigned;
+        const char *help;
+} scalars[] = {
+        { "npu_tuned_placements_total", true, U64(placements),
+          "Processes placed (a re-plan that comes out the same does not count)." },
+        { "npu_tuned_repins_total", true, U64(repins),
+          "Times threads of a placed process were pinned again (their plan changed, or they drifted)." },
+        { "npu_tuned_memory_migrations_total", true, U64(migrations), "Memory migrations of managed processes that finished." },
+        { "npu_tuned_memory_migration_failures_total", true, U64(migration_failures),
+          "Memory migrations given up (an error, a step past its deadline)." },
+        { "npu_tuned_memory_migrated_pages_total", true, U64(migrated_pages), "Pages moved to their process's memory node(s)." },
+        { "npu_tuned_memory_migrated_bytes_total", true, U64(migrated_bytes), "Bytes moved to their process's memory node(s)." },
+        { "npu_tuned_memory_unmoved_pages_total", true, U64(unmoved_pages),
+          "Pages a migration could not move (pinned, busy, target full, other processes')." },
+        { "npu_tuned_knobs_owned", false, UNS(knobs_owned), "Host knobs holding npu-tuned's value, to be given back on stop." },
+        { "npu_tuned_knobs_drifted", false, UNS(knobs_drifted), "Owned host knobs someone else has written since." },
+        { "npu_tuned_process_events_total", true, U64(process_events), "Process events the kernel's proc connector reported." },
+        { "npu_tuned_process_event_overruns_total", true, U64(overruns), "Times the kernel dropped process events (ENOBUFS)." },
+        { "npu_tuned_resyncs_total", true, U64(resyncs), "Full scans of /proc after the kernel dropped process events." },
+        { "npu_tuned_policy_reloads_total", true, U64(reloads), "Policy reloads asked for (SIGHUP, Reload())." },
+        { "npu_tuned_policy_reload_failures_total", true, U64(reload_failures),
+          "Policy reloads refused (the new policy was invalid; the previous one was kept)." },
+};
+
 int metrics_format(const metrics_snapshot *s, char **ret) {
         _cleanup_free_ char *version = NULL;
         text t = {};
@@ -193,34 +215,15 @@ int metrics_format(const metrics_snapshot *s, char **ret) {
         fprintf(t.f, "npu_tuned_build_info{version=\"%s\"} 1\n", version);
         family(&t, "npu_tuned_start_time_seconds", "gauge", "When npu-tuned started, in seconds since the epoch.");
         fprintf(t.f, "npu_tuned_start_time_seconds %.3f\n", (double) s->started_at_usec / 1e6);
-        gauge(&t, "npu_tuned_dry_run", "1 when npu-tuned only reports what it would do.", s->dry_run);
+        family(&t, "npu_tuned_dry_run", "gauge", "1 when npu-tuned only reports what it would do.");
+        sample(&t, "npu_tuned_dry_run", s->dry_run);
         r = format_groups(&t, s);
-        counter(&t, "npu_tuned_placements_total", "Processes placed (a re-plan that comes out the same does not count).",
-                s->placements);
-        counter(&t, "npu_tuned_repins_total",
-                "Times threads of a placed process were pinned again (their plan changed, or they drifted).", s->repins);
-        counter(&t, "npu_tuned_memory_migrations_total", "Memory migrations of managed processes that finished.",
-                s->migrations);
-        counter(&t, "npu_tuned_memory_migration_failures_total",
-                "Memory migrations given up (an error, a step past its deadline).", s->migration_failures);
-        counter(&t, "npu_tuned_memory_migrated_pages_total", "Pages moved to their process's memory node(s).",
-                s->migrated_pages);
-        counter(&t, "npu_tuned_memory_migrated_bytes_total", "Bytes moved to their process's memory node(s).",
-                s->migrated_bytes);
-        counter(&t, "npu_tuned_memory_unmoved_pages_total",
-                "Pages a migration could not move (pinned, busy, target full, other processes').", s->unmoved_pages);
-        gauge(&t, "npu_tuned_knobs_owned", "Host knobs holding npu-tuned's value, to be given back on stop.",
-              s->knobs_owned);
-        gauge(&t, "npu_tuned_knobs_drifted", "Owned host knobs someone else has written since.", s->knobs_drifted);
-        counter(&t, "npu_tuned_process_events_total", "Process events the kernel's proc connector reported.",
-                s->process_events);
-        counter(&t, "npu_tuned_process_event_overruns_total", "Times the kernel dropped process events (ENOBUFS).",
-                s->overruns);
-        counter(&t, "npu_tuned_resyncs_total", "Full scans of /proc after the kernel dropped process events.",
-                s->resyncs);
-        counter(&t, "npu_tuned_policy_reloads_total", "Policy reloads asked for (SIGHUP, Reload()).", s->reloads);
-        counter(&t, "npu_tuned_policy_reload_failures_total",
-                "Policy reloads refused (the new policy was invalid; the previous one was kept).", s->reload_failures);
+        for (size_t i = 0; i < ELEMENTSOF(scalars); i++) {
+                const char *field = (const char *) s + scalars[i].offset;
+                uint64_t v = scalars[i].is_unsigned ? *(const unsigned *) field : *(const uint64_t *) field;
+                family(&t, scalars[i].name, scalars[i].counter ? "counter" : "gauge", scalars[i].help);
+                sample(&t, scalars[i].name, v);
+        }
         format_histograms(&t, s);
         if (fclose(t.f) != 0 || r < 0) {
                 free(t.buf);
