@@ -65,6 +65,28 @@ static uint64_t counters_signature(const Manager *m) {
         return h;
 }
 
+/* The accelerators label of mp. The file is readable by every user (the collector runs as
+ * its own), so it shows what ListProcesses() shows everyone (docs/trust.md): the
+ * accelerators when the rule named them; when they came from the process's environment
+ * or open files, which /proc shows its owner only, just their kinds. */
+static int accelerators_label(const managed_process *mp, char **ret) {
+        const tune_attribution *a = &mp->attribution;
+        char kinds[METRICS_LABEL_MAX] = "";
+        size_t len = 0;
+
+        if (a->source == TUNE_ATTRIBUTION_RULE || a->source == TUNE_ATTRIBUTION_NONE)
+                return tune_attribution_format_accels(a, ret);
+        for (unsigned i = 0; i < a->n_accels; i++) {
+                bool seen = false;
+                for (unsigned k = 0; k < i && !seen; k++)
+                        seen = streq(a->accels[k].kind, a->accels[i].kind);
+                if (!seen && len < sizeof kinds)
+                        len += (size_t) snprintf(kinds + len, sizeof kinds - len, "%s%s", len ? "," : "", a->accels[i].kind);
+        }
+        *ret = strdup(kinds);
+        return *ret ? 0 : -ENOMEM;
+}
+
 static int snapshot_take(Manager *m, metrics_snapshot *s) {
         const tune_knob_plan *plan = knobs_get_plan(m->knobs);
         watcher_stats ws = {};
@@ -117,7 +139,7 @@ static int snapshot_take(Manager *m, metrics_snapshot *s) {
                 _cleanup_free_ char *accels = NULL;
                 if (!mp)
                         continue;
-                r = tune_attribution_format_accels(&mp->attribution, &accels);
+                r = accelerators_label(mp, &accels);
                 if (r < 0)
                         return r;
                 double locality = placement_locality(mp);
