@@ -170,7 +170,7 @@ static bool worth_reading(const char *comm) {
 }
 
 static void read_binding(const tune_ctx *ctx, const doctor_facts *f, doctor_proc *p) {
-        _cleanup_free_ char *environ = NULL;
+        _cleanup_free_ char *block = NULL;
         tune_env_capture env = {};
         const char *kind = NULL;
         size_t len = 0;
@@ -179,8 +179,8 @@ static void read_binding(const tune_ctx *ctx, const doctor_facts *f, doctor_proc
 
         while (tune_engine_binding_env_names[n_names])
                 n_names++;
-        if (tune_proc_read_environ(ctx, p->pid, &environ, &len, &truncated) >= 0)
-                (void) tune_env_capture_parse(environ, len, truncated, tune_engine_binding_env_names, n_names, &env);
+        if (tune_proc_read_environ(ctx, p->pid, &block, &len, &truncated) >= 0)
+                (void) tune_env_capture_parse(block, len, truncated, tune_engine_binding_env_names, n_names, &env);
         for (unsigned i = 0; i < f->accels.n && !kind; i++)
                 kind = f->accels.items[i].kind;
         p->binds = tune_engine_binding_detect(p->cmdline, &env, kind, p->binds_why, sizeof p->binds_why);
