@@ -34,6 +34,10 @@ want "--json" npu-tunectl --js
 want "system session" npu-tunectl --bus=s
 want "policy" npu-tunectl po
 want "monitor" npu-tunectl mo
+want "doctor" npu-tunectl do
+want "--root" npu-tunectl doctor --ro
+# doctor's options take a directory, and their value is not the command.
+want "--json" npu-tunectl --root /tmp doctor --js
 # Options after the command too (npu-tunectl permutes them).
 want "--json" npu-tunectl status --js
 # As bash splits "npu-tunectl --bus=session st" at "=": the value of --bus is not the command.
@@ -54,5 +58,7 @@ rm -rf "$bin"
 dir=$(mktemp -d)
 cd "$dir" && touch a.json b.json
 want "a.json b.json" npu-tunectl check-policy ""
+mkdir sub
+want "sub" npu-tunectl doctor --root ""
 cd / && rm -rf "$dir"
 exit $failed

@@ -103,6 +103,7 @@ static void test_minimal_and_defaults(void **state) {
         assert_int_equal(p->options.reconcile_interval_ms, 10000);
         assert_int_equal(p->options.max_managed_processes, 4096);
         assert_int_equal(p->options.proc_connector_rcvbuf_kib, 4096);
+        assert_null(p->options.metrics_textfile);
         /* Leave the host alone unless told otherwise. */
         assert_host_untouched(&p->host);
         assert_false(p->host.reassert);
@@ -139,7 +140,7 @@ static void test_every_key(void **state) {
 
         p = parse_ok("{ \"version\": 1, \"comment\": \"all of it\",\n"
                      "  \"options\": { \"dry_run\": true, \"reconcile_interval_ms\": 5000, \"max_managed_processes\": 64,\n"
-                     "               \"proc_connector_rcvbuf_kib\": 8192 },\n"
+                     "               \"proc_connector_rcvbuf_kib\": 8192, \"metrics_textfile\": \"/run/prom/npu-tuned.prom\" },\n"
                      "  \"host\": { \"cpufreq\": { \"governor\": \"performance\", \"cpus\": \"inference\" },\n"
                      "            \"thp\": { \"enabled\": \"never\", \"defrag\": \"defer+madvise\", \"khugepaged_defrag\": false },\n"
                      "            \"irq\": { \"housekeeping_cpus_per_node\": 2, \"keep_off_inference_cpus\": true,\n"
@@ -170,6 +171,7 @@ static void test_every_key(void **state) {
         assert_int_equal(p->options.reconcile_interval_ms, 5000);
         assert_int_equal(p->options.max_managed_processes, 64);
         assert_int_equal(p->options.proc_connector_rcvbuf_kib, 8192);
+        assert_string_equal(p->options.metrics_textfile, "/run/prom/npu-tuned.prom");
         assert_string_equal(p->host.governor, "performance");
         assert_int_equal(p->host.governor_scope, TUNE_GOVERNOR_INFERENCE_CPUS);
         assert_string_equal(p->host.thp_enabled, "never");
@@ -337,7 +339,15 @@ static void test_unknown_keys(void **state) {
         assert_problems("{ \"version\": 1, \"hosts\": {} }", "t.json: hosts: unknown key (did you mean \"host\"?) (line 1, column 17)");
         assert_problems("{ \"version\": 1, \"options\": { \"verbose\": true } }",
                         "t.json: options.verbose: unknown key; known keys here: dry_run, reconcile_interval_ms, "
-                        "max_managed_processes, proc_connector_rcvbuf_kib (line 1, column 30)");
+                        "max_managed_processes, proc_connector_rcvbuf_kib, metrics_textfile (line 1, column 30)");
+        /* The textfile collector reads only *.prom files, and the daemon (root) writes
+         * only to an absolute path. */
+        assert_problems("{ \"version\": 1, \"options\": { \"metrics_textfile\": \"npu-tuned.prom\" } }",
+                        "t.json: options.metrics_textfile: not an absolute path to a file named *.prom, e.g. "
+                        "\"/var/lib/prometheus/node-exporter/npu-tuned.prom\" (line 1, column 30)");
+        assert_problems("{ \"version\": 1, \"options\": { \"metrics_textfile\": \"/var/lib/x/../y.prom\" } }",
+                        "t.json: options.metrics_textfile: not an absolute path to a file named *.prom, e.g. "
+                        "\"/var/lib/prometheus/node-exporter/npu-tuned.prom\" (line 1, column 30)");
         assert_problems("{ \"version\": 1, \"processes\": [ " RULE("w", ", \"thread\": {}") " ] }",
                         "t.json: processes[0].thread: unknown key (did you mean \"threads\"?) (line 1, column 81)");
         /* A key with control characters is printed escaped. */

@@ -3,13 +3,13 @@
 # Install what npu-tuned needs on Debian 12: to build and run it (no argument), or also
 # everything the test suite uses (--test: cmocka, hwloc's lstopo, dbus and busctl, debootstrap
 # and QEMU for the multi-NUMA guest tests, clang for the fuzzer, strace to kill the daemon at
-# a chosen syscall), or what bench/run-all.sh compares against (--bench: the peer tuned with
+# a chosen syscall, Prometheus's node exporter and promtool for the metrics), or what bench/run-all.sh compares against (--bench: the peer tuned with
 # perf's Python module it needs to follow new processes, valgrind for instruction counts,
 # strace). Idempotent; uses sudo when not root.
 set -eu
 
 build="meson ninja-build pkg-config gcc libsystemd-dev libnuma-dev libhwloc-dev libcpupower-dev libjson-c-dev"
-test="libcmocka-dev hwloc dbus systemd debootstrap bash-completion clang libclang-rt-dev python3 bzip2 tar util-linux procps qemu-system-x86 busybox-static cpio xz-utils numactl irqbalance strace"
+test="libcmocka-dev hwloc dbus systemd debootstrap bash-completion clang libclang-rt-dev python3 bzip2 tar util-linux procps qemu-system-x86 busybox-static cpio xz-utils numactl irqbalance strace prometheus prometheus-node-exporter"
 
 bench="python3 procps tuned linux-perf valgrind strace"
 
@@ -32,6 +32,15 @@ quiet_tuned() {
         # would tune the host with its recommended one meanwhile.
         [ "${1:-}" = --bench ] && command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ] || return 0
         $as_root systemctl disable --now tuned.service >/dev/null 2>&1 || true
+}
+
+quiet_prometheus() {
+        # The metrics test runs a node exporter of its own on 127.0.0.1 and a free port; the
+        # packages' services (a Prometheus server scraping the host, the exporter on :9100
+        # and its timers) have no business running on a test machine.
+        [ "${1:-}" = --test ] && command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ] || return 0
+        $as_root systemctl disable --now prometheus.service prometheus-node-exporter.service \
+                'prometheus-node-exporter-*.timer' >/dev/null 2>&1 || true
 }
 
 missing=""
@@ -57,3 +66,4 @@ $as_root apt-get update -q
 $as_root apt-get install -y -q --no-install-recommends $missing
 fetch_vm_kernel "${1:-}"
 quiet_tuned "${1:-}"
+quiet_prometheus "${1:-}"

@@ -25,7 +25,7 @@
 #include "print-topology.h"
 #include "tunectl.h"
 
-tunectl_args arg = { .bus = DAEMON_BUS_SYSTEM, .verb = "npu-tunectl" };
+tunectl_args arg = { .bus = DAEMON_BUS_SYSTEM, .verb = "npu-tunectl", .root = "/", .state_dir = STATE_DIR };
 
 const char *bus_name(void) {
         return arg.bus == DAEMON_BUS_SESSION ? "session" : "system";
@@ -487,6 +487,7 @@ static const Verb verbs[] = {
         { "rescan", 0, 0, true, true, cmd_rescan, "rescan                 scan /proc for processes again (root)" },
         { "release", 1, 1, true, true, cmd_release, "release PID            give a process its CPU affinity back (root)" },
         { "check-policy", 1, 1024, false, false, cmd_check_policy, "check-policy PATH...   validate policy files or directories" },
+        { "doctor", 0, 0, false, false, cmd_doctor, "doctor                 check the host and the daemon: OK, WARN or FAIL, each with its fix" },
 };
 
 static void help(void) {
@@ -500,10 +501,14 @@ static void help(void) {
                "      --bus=system|session  where npu-tuned is (default: $NPU_TUNECTL_BUS, else system)\n"
                "      --json                JSON output\n"
                "      --no-color            never colour (default: only on a terminal)\n"
+               "      --root DIR            doctor: the host's /sys, /proc and /dev below DIR\n"
+               "      --policy-dir DIR      doctor: the daemon's policy directories (repeatable)\n"
+               "      --state-dir DIR       doctor: the daemon's state directory (default %s)\n"
                "  -h, --help                show this help\n"
                "      --version             show the version\n\n"
                "Exit status: 0 done, 1 failed, 2 usage error, 3 npu-tuned or its bus cannot be reached, 4 refused\n"
-               "(the command needs root).\n");
+               "(the command needs root).\n",
+               STATE_DIR);
 }
 
 static int usage_error(const char *fmt, ...) _printf_(1, 2);
@@ -532,11 +537,14 @@ static int parse_bus(const char *what, const char *value) {
 }
 
 int main(int argc, char *argv[]) {
-        enum { ARG_BUS = 0x100, ARG_JSON, ARG_NO_COLOR, ARG_VERSION };
+        enum { ARG_BUS = 0x100, ARG_JSON, ARG_NO_COLOR, ARG_VERSION, ARG_ROOT, ARG_POLICY_DIR, ARG_STATE_DIR };
         static const struct option options[] = {
                 { "bus", required_argument, NULL, ARG_BUS },
                 { "json", no_argument, NULL, ARG_JSON },
                 { "no-color", no_argument, NULL, ARG_NO_COLOR },
+                { "root", required_argument, NULL, ARG_ROOT },
+                { "policy-dir", required_argument, NULL, ARG_POLICY_DIR },
+                { "state-dir", required_argument, NULL, ARG_STATE_DIR },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
                 {}
@@ -545,6 +553,7 @@ int main(int argc, char *argv[]) {
         bool no_color = getenv("NO_COLOR") != NULL;
         const Verb *verb = NULL;
         const char *env_bus = getenv("NPU_TUNECTL_BUS");
+        bool doctor_options = false;
         int c, r;
 
         /* The environment first, so that --bus= overrides it. */
@@ -564,6 +573,20 @@ int main(int argc, char *argv[]) {
                         break;
                 case ARG_NO_COLOR:
                         no_color = true;
+                        break;
+                case ARG_ROOT:
+                        arg.root = optarg;
+                        doctor_options = true;
+                        break;
+                case ARG_POLICY_DIR:
+                        if (arg.n_policy_dirs >= MAX_POLICY_DIRS)
+                                return usage_error("at most %d --policy-dir options", MAX_POLICY_DIRS);
+                        arg.policy_dirs[arg.n_policy_dirs++] = optarg;
+                        doctor_options = true;
+                        break;
+                case ARG_STATE_DIR:
+                        arg.state_dir = optarg;
+                        doctor_options = true;
                         break;
                 case 'h':
                         help();
@@ -586,6 +609,8 @@ int main(int argc, char *argv[]) {
                         verb = &verbs[i];
         if (!verb)
                 return usage_error("unknown command '%s'", argv[optind]);
+        if (doctor_options && !streq(verb->name, "doctor"))
+                return usage_error("--root, --policy-dir and --state-dir are doctor's options");
         arg.verb = verb->name;
         arg.privileged = verb->privileged;
         argc -= optind;

@@ -24,6 +24,11 @@ typedef struct tunectl_args {
         bool color;
         const char *verb;      /* the command, for messages */
         bool privileged;       /* the command needs root */
+        /* doctor's: the host below root, the daemon's policy and state directories */
+        const char *root;
+        const char *policy_dirs[MAX_POLICY_DIRS];
+        unsigned n_policy_dirs;
+        const char *state_dir;
 } tunectl_args;
 
 extern tunectl_args arg;
@@ -50,5 +55,7 @@ int cmd_status(int argc, char **argv);
 /* tunectl-policy.c */
 int cmd_policy(int argc, char **argv);
 int cmd_check_policy(int argc, char **argv);
+/* tunectl-doctor.c */
+int cmd_doctor(int argc, char **argv);
 /* tunectl-monitor.c */
 int cmd_monitor(int argc, char **argv);

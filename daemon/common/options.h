@@ -33,6 +33,7 @@ typedef struct daemon_options {
         unsigned n_paths;
         pid_t explain_pid;
         bool json;
+        const char *metrics_textfile; /* --metrics-textfile; NULL: the policy's */
         bool dry_run;
         bool no_watch;          /* implied when root is not "/" */
         daemon_bus bus;         /* --bus= */

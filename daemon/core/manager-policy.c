@@ -93,6 +93,9 @@ static void note_reload(Manager *m, bool ok, const char *message) {
         if (clock_gettime(CLOCK_REALTIME, &ts) >= 0)
                 m->last_reload_usec = (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
         m->last_reload_ok = ok;
+        m->reloads++;
+        m->reload_failures += !ok;
+        manager_metrics_changed(m);
         free(m->last_reload_message);
         m->last_reload_message = strdup(message); /* NULL (out of memory): read as "" */
 }
@@ -162,6 +165,7 @@ static int reload(Manager *m, char **ret_message) {
         r = manager_reapply(m, keep);
         tune_accels_done(&old_accels);
         const char *done = r < 0 ? "Policy reloaded; some of it could not be applied (see above)." : "Policy reloaded.";
+        (void) manager_metrics_start(m); /* its path may have changed */
         note_reload(m, true, done);
         event_policy_reloaded(&m->events, true, done);
         if (ret_message)

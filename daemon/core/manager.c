@@ -24,6 +24,7 @@
 Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
+        manager_metrics_stop(m);
         bus_server_free(m->bus);
         watcher_free(m->watcher);
         placement_free(m->placement);
@@ -56,7 +57,8 @@ int manager_new(const daemon_options *o, Manager **ret) {
                 r = bus_server_new(&m->bus);
         if (r < 0)
                 return log_oom();
-        m->events = bus_server_event_sink(m->bus);
+        m->bus_events = bus_server_event_sink(m->bus);
+        m->events = manager_event_sink(m);
         /* A loop of our own, not sd_event_default(): the default loop checks its thread with
          * a gettid() system call on every iteration, one more per process event. */
         r = sd_event_new(&m->event);
@@ -328,6 +330,9 @@ int manager_start(Manager *m) {
         if (r < 0)
                 return r;
         manager_note_numa_balancing(m);
+        r = manager_metrics_start(m);
+        if (r < 0)
+                return r;
         /* Last: the bus shows a daemon that has started. */
         return bus_server_open(m->bus, m->options->bus, m->event, manager_vtable, m);
 }
@@ -357,6 +362,7 @@ int manager_run(Manager *m) {
         if (m->watcher)
                 watcher_release_all(m->watcher);
         (void) knobs_stop(m->knobs);
+        manager_metrics_stop(m);
         log_info("Stopped: %u managed process(es) released (their original CPU affinity back where their rule says "
                  "restore_on_stop), %u host knob(s) given back%s.",
                  st.managed, owned, owned == 0 ? " (none was changed)" : "");

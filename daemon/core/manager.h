@@ -30,7 +30,8 @@ typedef struct Manager {
         struct Placement *placement; /* the watcher's consumer: daemon/placement/placement.c */
         StateDir *state_dir; /* the journal and records, and their lock */
         BusServer *bus; /* D-Bus: bus/bus-server.c, answered by core/manager-bus.c */
-        event_sink events; /* what the parts report goes to the bus (wired in manager_new()) */
+        event_sink events; /* what the parts report: the metrics are told, then the bus (manager-metrics.c) */
+        event_sink bus_events; /* the bus's signals */
         uint64_t memory_read_usec; /* when free memory was last read for a bus caller */
         bool reloading; /* in manager_reload_policy() */
         /* For `npu-tunectl status` (bus properties StartedAt, LastReload, PolicyWarnings):
@@ -40,6 +41,8 @@ typedef struct Manager {
         bool last_reload_ok;
         char *last_reload_message;   /* the PolicyReloaded message of that reload */
         unsigned policy_warnings;    /* warnings of the policy in use */
+        uint64_t reloads, reload_failures; /* for the metrics */
+        struct ManagerMetrics *metrics; /* the Prometheus textfile (manager-metrics.c); NULL: none */
 } Manager;
 
 int manager_new(const daemon_options *o, Manager **ret);
@@ -88,6 +91,16 @@ int manager_explain_offline(const daemon_options *o, struct json_object **ret);
  * still exist, and placed afresh); then apply the new policy's difference: processes
  * re-matched and re-planned (threads whose CPUs stay the same are not touched), knobs
  * whose desired value is unchanged left alone (knobs_reload()). */
+/* manager-metrics.c: the Prometheus textfile (--metrics-textfile, the policy's
+ * options.metrics_textfile), kept current while the daemon runs: written when something it
+ * counts changed, at most once a second, and never while nothing happens (no timer runs
+ * then). start: after the parts (again after a reload: the path may have changed). */
+int manager_metrics_start(Manager *m);
+/* Something the metrics count changed outside the event loop's view (a reload). */
+void manager_metrics_changed(Manager *m);
+void manager_metrics_stop(Manager *m);
+/* The sink the parts report to: marks the metrics changed, then m->bus_events. */
+event_sink manager_event_sink(Manager *m);
 bool manager_reload_keeps_placements(const Manager *m, const struct tune_policy *next);
 void manager_release_processes(Manager *m);
 int manager_reapply(Manager *m, bool placements_kept);

@@ -37,6 +37,9 @@ static void help(void) {
                "                            directories (repeatable)\n"
                "      --state-dir DIR       journal of original knob values (default %s)\n"
                "      --json                JSON output for --print-topology and --explain\n"
+               "      --metrics-textfile PATH\n"
+               "                            keep Prometheus metrics in PATH (*.prom, for\n"
+               "                            node_exporter's textfile collector)\n"
                "      --follow              with --dry-run: run on as a dry daemon, logging what\n"
                "                            it would do as processes come and go\n"
                "      --no-watch            do not watch processes (implied by --root)\n"
@@ -59,6 +62,7 @@ enum {
         ARG_ROOT,
         ARG_POLICY_DIR,
         ARG_STATE_DIR,
+        ARG_METRICS_TEXTFILE,
         ARG_JSON,
         ARG_DRY_RUN,
         ARG_FOLLOW,
@@ -91,6 +95,7 @@ static int parse_argv(int argc, char *argv[], daemon_options *o) {
                 { "root", required_argument, NULL, ARG_ROOT },
                 { "policy-dir", required_argument, NULL, ARG_POLICY_DIR },
                 { "state-dir", required_argument, NULL, ARG_STATE_DIR },
+                { "metrics-textfile", required_argument, NULL, ARG_METRICS_TEXTFILE },
                 { "json", no_argument, NULL, ARG_JSON },
                 { "dry-run", no_argument, NULL, ARG_DRY_RUN },
                 { "follow", no_argument, NULL, ARG_FOLLOW },
@@ -152,6 +157,14 @@ static int parse_argv(int argc, char *argv[], daemon_options *o) {
                         break;
                 case ARG_STATE_DIR:
                         o->state_dir = optarg;
+                        break;
+                case ARG_METRICS_TEXTFILE:
+                        if (optarg[0] != '/' || strlen(optarg) < 7 || !streq(optarg + strlen(optarg) - 5, ".prom")) {
+                                fprintf(stderr, "npu-tuned: --metrics-textfile: an absolute path to a *.prom file, not %s\n",
+                                        optarg);
+                                return -EINVAL;
+                        }
+                        o->metrics_textfile = optarg;
                         break;
                 case ARG_JSON:
                         o->json = true;

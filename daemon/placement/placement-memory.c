@@ -38,11 +38,18 @@ static void verify_memory(Placement *p, managed_process *mp, const tune_plan *pl
         tune_numa_usage_done(&u);
 }
 
+static void count_moved(Placement *p, const tune_memmove_stats *moved) {
+        p->stats.migrated_pages += moved->moved;
+        p->stats.migrated_kib += moved->moved_kib;
+        p->stats.unmoved_pages += tune_memmove_stats_not_moved(moved);
+}
+
 static void memory_finish(Placement *p, managed_process *mp, placed_process *pp, const tune_plan *pl) {
         const tune_memmove_stats moved = *tune_memmove_get_stats(pp->memmove);
 
         pp->memory_done = true;
         p->stats.migrations++;
+        count_moved(p, &moved);
         pp->memory_timer = sd_event_source_disable_unref(pp->memory_timer);
         pp->memmove = tune_memmove_free(pp->memmove);
         verify_memory(p, mp, pl, &moved);
@@ -91,6 +98,10 @@ static int on_memory_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                                                              : "too many reads of its user's processes are stuck");
                 else if (r < 0 && r != -ESRCH)
                         log_warning_errno(r, "Failed to migrate the memory of pid %d, leaving the rest: %m", mp->pid);
+                if (r < 0 && r != -ESRCH && pp->memmove) {
+                        p->stats.migration_failures++;
+                        count_moved(p, tune_memmove_get_stats(pp->memmove));
+                }
                 pp->memory_timer = sd_event_source_disable_unref(pp->memory_timer);
                 pp->memmove = tune_memmove_free(pp->memmove);
                 return 0;

@@ -116,8 +116,11 @@ void apply_process(Placement *p, managed_process *mp) {
         for (unsigned i = 0; i < mp->n_threads; i++)
                 known[i] = (tune_affinity_known){ .tid = mp->threads[i].tid,
                                                   .comm = mp->threads[i].comm[0] ? mp->threads[i].comm : NULL };
+        bool pinned_before = pp->originals.n > 0;
         r = tune_affinity_apply_known(p->ctx, &pp->backend, mp->pid, mp->pidfd, known, mp->n_threads,
                                       tune_thread_target_choose, &target, &pp->originals, &stats);
+        if (pinned_before && stats.set > 0)
+                p->stats.repins++;
         if (r == -ESRCH)
                 return; /* gone: its exit event follows */
         if (r < 0)

@@ -61,6 +61,10 @@ double placement_locality(const managed_process *mp);
 typedef struct placement_stats {
         uint64_t placements; /* processes placed (a re-plan that comes out the same does not count) */
         uint64_t migrations; /* memory migrations finished */
+        uint64_t repins;     /* times threads of a placed process were pinned again */
+        uint64_t migration_failures; /* memory migrations given up */
+        uint64_t migrated_pages, migrated_kib; /* moved by finished and given-up migrations */
+        uint64_t unmoved_pages; /* pages those could not move */
 } placement_stats;
 void placement_get_stats(const Placement *p, placement_stats *ret);
 

@@ -52,6 +52,8 @@ typedef struct tune_policy_options {
         unsigned reconcile_interval_ms;  /* while processes are managed; default 10000 */
         unsigned max_managed_processes;  /* default 4096 */
         unsigned proc_connector_rcvbuf_kib; /* default 4096 */
+        char *metrics_textfile;          /* Prometheus textfile to keep current (an absolute
+                                          * path ending in ".prom"); NULL: none (the default) */
 } tune_policy_options;
 
 /* A kind of accelerator declared by the policy (e.g. a new part, or QEMU's edu device in

@@ -196,6 +196,7 @@ static json_object *policy_json(out *o, const tune_policy *p) {
         put(o, sub, "reconcile_interval_ms", json_object_new_int64(p->options.reconcile_interval_ms));
         put(o, sub, "max_managed_processes", json_object_new_int64(p->options.max_managed_processes));
         put(o, sub, "proc_connector_rcvbuf_kib", json_object_new_int64(p->options.proc_connector_rcvbuf_kib));
+        put_string(o, sub, "metrics_textfile", p->options.metrics_textfile);
         put(o, root, "options", sub);
 
         sub = new_object(o);

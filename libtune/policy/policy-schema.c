@@ -762,12 +762,28 @@ void policy_set_defaults(tune_policy *p) {
 
 static void parse_options(sctx *c, json_object *o, tune_policy_options *opt) {
         static const char *const keys[] = { "dry_run", "reconcile_interval_ms", "max_managed_processes",
-                                            "proc_connector_rcvbuf_kib", NULL };
+                                            "proc_connector_rcvbuf_kib", "metrics_textfile", NULL };
+        const char *s;
+
         check_keys(c, o, keys);
         (void) get_bool(c, o, "dry_run", &opt->dry_run);
         (void) get_unsigned(c, o, "reconcile_interval_ms", 100, 3600000, "milliseconds", &opt->reconcile_interval_ms);
         (void) get_unsigned(c, o, "max_managed_processes", 1, 1048576, "processes", &opt->max_managed_processes);
         (void) get_unsigned(c, o, "proc_connector_rcvbuf_kib", 64, 262144, "KiB", &opt->proc_connector_rcvbuf_kib);
+        /* node_exporter's textfile collector reads only *.prom files of its directory; the
+         * daemon writes a temporary file beside it and renames it over. "" turns it off
+         * (a drop-in undoing a shipped setting). */
+        if (get_string(c, o, "metrics_textfile", 4096, &s) && *s) {
+                size_t saved = push_key(c, "metrics_textfile");
+                size_t n = strlen(s);
+                if (s[0] != '/' || n < 7 || !streq(s + n - 5, ".prom") || s[n - 6] == '/' || strstr(s, "/../") ||
+                    strstr(s, "/./") || strstr(s, "//"))
+                        schema_error(c, "not an absolute path to a file named *.prom, e.g. "
+                                        "\"/var/lib/prometheus/node-exporter/npu-tuned.prom\"");
+                else
+                        (void) dup_string(c, s, &opt->metrics_textfile);
+                pop(c, saved);
+        }
 }
 
 static void parse_host(sctx *c, json_object *o, tune_policy_host *h) {

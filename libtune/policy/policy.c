@@ -557,6 +557,7 @@ static void policy_contents_done(tune_policy *p) {
                 free(p->files[i]);
         free(p->files);
         free(p->host.governor);
+        free(p->options.metrics_textfile);
         free(p->host.thp_enabled);
         free(p->host.thp_defrag);
         free(p->host.aspm_policy);

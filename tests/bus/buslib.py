@@ -25,9 +25,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from livetest import fail, skip  # noqa: E402,F401  (the bus tests take them from here)
 
 
-def start_daemon(bus, npu_tuned, policy_dir, state_dir, log_path, wrap=()):
+def start_daemon(bus, npu_tuned, policy_dir, state_dir, log_path, wrap=(), args=()):
     """npu-tuned -v on bus's system bus, as a Type=notify service: returned once it has
-    sent READY=1. wrap: a command line to run it under (unshare ...)."""
+    sent READY=1. wrap: a command line to run it under (unshare ...); args: more options."""
     sock_path = os.path.join(state_dir + ".notify")
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     sock.bind(sock_path)
@@ -35,7 +35,7 @@ def start_daemon(bus, npu_tuned, policy_dir, state_dir, log_path, wrap=()):
     env = dict(bus.env, NOTIFY_SOCKET=sock_path)
     env.pop("JOURNAL_STREAM", None)
     log = open(log_path, "w")
-    d = subprocess.Popen([*wrap, npu_tuned, "--policy-dir", policy_dir, "--state-dir", state_dir, "--bus=system", "-v"],
+    d = subprocess.Popen([*wrap, npu_tuned, "--policy-dir", policy_dir, "--state-dir", state_dir, "--bus=system", "-v", *args],
                          env=env, stdout=log, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
