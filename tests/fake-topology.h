@@ -13,36 +13,46 @@
 
 #define GIB_KIB (UINT64_C(1024) * 1024)
 
+/* assert() that also runs in a release build (-Db_ndebug=true, as the packages build and
+ * test): these calls have effects the tests need. */
+#define fake_must(x) \
+        do { \
+                if (!(x)) { \
+                        fprintf(stderr, "%s:%d: %s failed\n", __FILE__, __LINE__, #x); \
+                        abort(); \
+                } \
+        } while (0)
+
 /* n_nodes nodes of cpus_per_node CPUs each (node i: CPUs i*cpus_per_node ...), every CPU
  * online and usable. distances: n_nodes * n_nodes row-major, or NULL (unknown). free_kib:
  * per node, or NULL (all equal to total_kib). */
 static inline tune_topology *fake_topology_new(unsigned n_nodes, unsigned cpus_per_node, const int *distances,
                                                const uint64_t *free_kib, uint64_t total_kib) {
         tune_topology *t = calloc(1, sizeof *t);
-        assert(t);
+        fake_must(t);
         t->nodes = calloc(n_nodes, sizeof(tune_node));
         t->cpus = calloc(n_nodes * cpus_per_node, sizeof(tune_cpu));
-        assert(t->nodes && t->cpus);
+        fake_must(t->nodes && t->cpus);
         t->n_nodes = n_nodes;
         t->n_cpus = n_nodes * cpus_per_node;
         t->numa_from_sysfs = true;
         for (unsigned i = 0; i < n_nodes; i++) {
                 tune_node *n = &t->nodes[i];
                 n->id = (int) i;
-                assert(tune_cpuset_add_range(&n->cpus, i * cpus_per_node, (i + 1) * cpus_per_node - 1) == 0);
+                fake_must(tune_cpuset_add_range(&n->cpus, i * cpus_per_node, (i + 1) * cpus_per_node - 1) == 0);
                 n->mem_total_kib = total_kib;
                 n->mem_free_kib = free_kib ? free_kib[i] : total_kib;
                 if (distances) {
                         n->distances = calloc(n_nodes, sizeof(int));
-                        assert(n->distances);
+                        fake_must(n->distances);
                         memcpy(n->distances, distances + i * n_nodes, n_nodes * sizeof(int));
                 }
         }
         for (unsigned c = 0; c < t->n_cpus; c++)
                 t->cpus[c] = (tune_cpu) { .id = (int) c, .online = true, .package = (int) (c / cpus_per_node / 4),
                                           .core = (int) c, .node = (int) (c / cpus_per_node) };
-        assert(tune_cpuset_add_range(&t->online, 0, t->n_cpus - 1) == 0);
-        assert(tune_cpuset_add_range(&t->usable, 0, t->n_cpus - 1) == 0);
+        fake_must(tune_cpuset_add_range(&t->online, 0, t->n_cpus - 1) == 0);
+        fake_must(tune_cpuset_add_range(&t->usable, 0, t->n_cpus - 1) == 0);
         return t;
 }
 

@@ -45,6 +45,8 @@ for d in man units policies; do
 done
 docs=()
 while IFS= read -r f; do docs+=("$f"); done < <(find docs -type f -name '*.md' | sort)
+# What packagers and cluster operators read (the words only: these live in the repository).
+while IFS= read -r f; do docs+=("$f"); done < <(find debian packaging deploy Containerfile -type f 2>/dev/null | sort)
 
 hits=0
 check() { # WHAT REGEX FILE...

@@ -3,13 +3,15 @@
 # Install what npu-tuned needs on Debian 12: to build and run it (no argument), or also
 # everything the test suite uses (--test: cmocka, hwloc's lstopo, dbus and busctl, debootstrap
 # and QEMU for the multi-NUMA guest tests, clang for the fuzzer, strace to kill the daemon at
-# a chosen syscall, Prometheus's node exporter and promtool for the metrics), or what bench/run-all.sh compares against (--bench: the peer tuned with
+# a chosen syscall, Prometheus's node exporter and promtool for the metrics, debhelper, lintian,
+# rpm and rpmlint to build and check the packages, podman and runc for the container image), or
+# what bench/run-all.sh compares against (--bench: the peer tuned with
 # perf's Python module it needs to follow new processes, valgrind for instruction counts,
 # strace). Idempotent; uses sudo when not root.
 set -eu
 
 build="meson ninja-build pkg-config gcc libsystemd-dev libnuma-dev libhwloc-dev libcpupower-dev libjson-c-dev"
-test="libcmocka-dev hwloc dbus systemd debootstrap bash-completion clang libclang-rt-dev python3 bzip2 tar util-linux procps qemu-system-x86 busybox-static cpio xz-utils numactl irqbalance strace prometheus prometheus-node-exporter"
+test="libcmocka-dev hwloc dbus systemd debootstrap bash-completion clang libclang-rt-dev python3 bzip2 tar util-linux procps qemu-system-x86 busybox-static cpio xz-utils numactl irqbalance strace prometheus prometheus-node-exporter debhelper dpkg-dev lintian file rpm rpmlint debugedit podman runc python3-yaml"
 
 bench="python3 procps tuned linux-perf valgrind strace"
 

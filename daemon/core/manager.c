@@ -11,6 +11,7 @@
 #include "knobs.h"
 #include "log.h"
 #include "manager.h"
+#include "npu-tuned/container.h"
 #include "manager-bus.h"
 #include "npu-tuned/state-dir.h"
 #include "npu-tuned/policy.h"
@@ -310,8 +311,35 @@ static int manager_watch_signals(Manager *m) {
         return 0;
 }
 
+/* A DaemonSet pod or a container run by hand: said once, with what the container needs
+ * (the host's PID and network namespaces, the host's state directory). The missing system
+ * bus is said by the bus (bus_server_open()). */
+static void manager_note_container(Manager *m) {
+        tune_container c;
+
+        if (!m->live)
+                return;
+        tune_container_detect(m->ctx, getenv("container"), getenv("KUBERNETES_SERVICE_HOST"), &c);
+        if (!c.engine[0])
+                return;
+        if (c.host_pid_ns == 0) {
+                log_warning("Running in a container (%s) with its own PID namespace: the host's processes are out of "
+                            "reach (run it with the host's PID namespace: hostPID: true, podman --pid=host).",
+                            c.engine);
+                return;
+        }
+        log_info("Running in a container (%s) in the host's PID namespace: placing the host's processes; "
+                 "%s must be the host's directory for a later container to restore after a kill.",
+                 c.engine, m->options->state_dir);
+        if (c.host_net_ns == 0)
+                log_warning("Not in the host's network namespace: the proc connector delivers nothing here "
+                            "(run it with hostNetwork: true, podman --network=host).");
+}
+
 int manager_start(Manager *m) {
         int r;
+
+        manager_note_container(m);
 
         r = manager_watch_signals(m);
         if (r < 0)

@@ -4,6 +4,9 @@
 # real npu-tuned.service on the real system bus, every step asserted from the kernel
 # (knob files, /proc/PID/task/TID/status) as well as from the daemon. One line per step
 # ("ok: ..."), then NPU-SYSTEMD-RESULT: PASS or FAIL, then poweroff.
+# The steps run once for each way npu-tuned was installed: `meson install` (always), then,
+# when the Debian package is there ($T/npu-tuned.deb), the meson files removed, the
+# package installed with dpkg, the same steps, and a purge that must leave no file behind.
 # The helpers below are called through check and wait_for:
 # shellcheck disable=SC2317
 set -u
@@ -18,8 +21,9 @@ result() {
 	systemctl poweroff
 	exit 0
 }
-ok() { echo "ok: $*"; }
-bad() { echo "FAIL: $*"; failed=1; }
+phase=meson
+ok() { echo "ok: [$phase] $*"; }
+bad() { echo "FAIL: [$phase] $*"; failed=1; }
 check() { # check WHAT COMMAND...
 	local what=$1
 	shift
@@ -68,6 +72,7 @@ echo "guest: originals: THP $thp0, numa_balancing $nb0"
 [[ $thp0 != never && $nb0 != 0 ]] || { bad "the guest's originals already hold the policy's values"; result FAIL; }
 install -m 0644 $T/policy.json /etc/npu-tuned/policies.d/50-test.json
 
+service_checks() {
 # 1. start: READY (Type=notify: systemctl start returns when it is), the bus answers.
 $T/threads-target --control 2 --compute 2 --timeout 300 >/dev/null &
 target=$!
@@ -118,6 +123,47 @@ check "after stop threads-target has its original CPUs ($orig)" all_threads_on $
 check "no unit failed" no_failed_unit
 systemctl list-units --failed --no-legend
 kill $target
+wait $target 2>/dev/null
 journalctl -u npu-tuned --no-pager -o cat | tail -40
+}
+
+# Every file and directory but the kernel's, the journal's and dpkg's own bookkeeping (its
+# log, its database's backups): what a package leaves behind shows here.
+listing() {
+	find / /run -xdev \( -path /proc -o -path /sys -o -path /dev -o -path /tmp -o -path /var/log \
+		-o -path /run/log -o -path /var/lib/dpkg -o -path /var/cache/debconf -o -path /run/systemd/journal \
+		-o -path /usr/local/lib/npu-test \) -prune -o -print | sort -u
+}
+
+service_checks
+if [[ -r $T/npu-tuned.deb ]]; then
+	phase=deb
+	echo "guest: removing the meson install, installing npu-tuned $(dpkg-deb -f $T/npu-tuned.deb Version) with dpkg"
+	# The files meson installed, then their directories that are left empty.
+	while read -r f; do [[ -d $f ]] || rm -f "$f"; done <$T/meson-files
+	sort -r $T/meson-files | while read -r f; do [[ -d $f ]] && rmdir "$f" 2>/dev/null; done
+	rm -rf /run/npu-tuned /etc/npu-tuned
+	hash -r # npu-tunectl moves from /usr/local/bin to /usr/bin
+	systemctl daemon-reload
+	listing >/tmp/before
+	check "dpkg -i npu-tuned.deb" dpkg -i $T/npu-tuned.deb
+	check "the package enabled the unit: $(systemctl is-enabled npu-tuned)" test "$(systemctl is-enabled npu-tuned)" = enabled
+	check "the package started it: $(systemctl is-active npu-tuned)" test "$(systemctl is-active npu-tuned)" = active
+	install -m 0644 $T/policy.json /etc/npu-tuned/policies.d/50-test.json
+	# The policy came after the package's start: a restart reads it (the steps start it again).
+	systemctl stop npu-tuned
+	service_checks
+	rm -f /etc/npu-tuned/policies.d/50-test.json
+	check "dpkg --purge npu-tuned" dpkg --purge npu-tuned
+	check "purged: the unit is gone" sh -c '! systemctl cat npu-tuned >/dev/null 2>&1'
+	check "purged: /run/npu-tuned is gone" test ! -e /run/npu-tuned
+	listing >/tmp/after
+	if diff /tmp/before /tmp/after >/tmp/diff; then
+		ok "purge left no file behind ($(wc -l </tmp/before) paths the same before dpkg -i and after dpkg --purge)"
+	else
+		bad "purge: the file listing differs (< before dpkg -i, > after dpkg --purge):"
+		cat /tmp/diff
+	fi
+fi
 ((failed)) && result FAIL
 result PASS

@@ -6,7 +6,11 @@
 # `meson install` from BUILD_DIR, the real unit on the real system bus. The steps run in
 # one boot (guest.sh); this prints the guest's console and its result line.
 #
-# usage: run-systemd-guest.sh BUILD_DIR THREADS_TARGET
+# With --deb, the same boot then removes the meson install, installs the Debian package
+# (packaging/build-deb.sh from SOURCE_ROOT, shared with the package-deb test) with dpkg,
+# runs the same steps again and purges it, comparing the file listings (guest.sh).
+#
+# usage: run-systemd-guest.sh BUILD_DIR THREADS_TARGET [--deb SOURCE_ROOT]
 #        run-systemd-guest.sh --prepare   only build the cached root (no QEMU run)
 # Exit: 0 PASS, 1 FAIL, 77 SKIP (no QEMU, no cached kernel, no debootstrap or no mirror
 # for the first build of the root: the reason is printed).
@@ -22,6 +26,8 @@ if [[ ${1:-} == --prepare ]]; then
 else
 	build=$(cd "$1" && pwd)
 	target=$2
+	deb_src=
+	[[ ${3:-} == --deb ]] && deb_src=$(cd "$4" && pwd)
 fi
 say() { printf 'systemd-guest: %s\n' "$*"; }
 skip() { say "SKIP: $*"; exit 77; }
@@ -94,7 +100,22 @@ if [[ $prefix != /usr ]]; then
 	mkdir -p "$o/etc/dbus-1/system.d"
 	ln -s "$prefix/share/dbus-1/system.d/org.nputuned1.conf" "$o/etc/dbus-1/system.d/org.nputuned1.conf"
 fi
+# What meson installed (the deb phase removes it before dpkg -i).
+(cd "$o" && find . -mindepth 1 | sed 's|^\.||') >"$tmp/meson-files"
 mkdir -p "$o/usr/local/lib/npu-test" "$o/etc/systemd/system/multi-user.target.wants" "$o/etc/npu-tuned/policies.d"
+install -m 0644 "$tmp/meson-files" "$o/usr/local/lib/npu-test/meson-files"
+if [[ -n $deb_src ]]; then
+	set +e
+	deb_log=$("$deb_src/packaging/build-deb.sh" "$deb_src" "$build/packages/deb" 2>&1)
+	deb_rc=$?
+	set -e
+	say "$(head -n -1 <<<"$deb_log" | tail -3)"
+	case $deb_rc in
+	0) install -m 0644 "$(tail -1 <<<"$deb_log")" "$o/usr/local/lib/npu-test/npu-tuned.deb" ;;
+	77) say "no Debian package phase: build-deb.sh cannot build here (above)" ;;
+	*) fail "build-deb.sh exited $deb_rc" ;;
+	esac
+fi
 install -m 0755 "$here/guest.sh" "$o/usr/local/lib/npu-test/guest.sh"
 install -m 0755 "$target" "$o/usr/local/lib/npu-test/threads-target"
 install -m 0644 "$here/npu-test.service" "$o/etc/systemd/system/npu-test.service"
