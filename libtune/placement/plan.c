@@ -690,7 +690,10 @@ static int choose_cpus(plan_state *s) {
                         plan_claim *c = &s->claims[k];
                         const tune_plan *prev = c->req->previous;
 
-                        if (c->grant[i] == 0 || !prev)
+                        /* A shared pool (its whole cpuset) was not dealt to it: keeping
+                         * those CPUs first would take them from the claims they were dealt
+                         * to, and plan differently each time it is planned again. */
+                        if (c->grant[i] == 0 || !prev || prev->shared)
                                 continue;
                         TUNE_CPUSET_FOREACH(cpu, &prev->pool) {
                                 if (c->chosen[i] >= c->grant[i])
