@@ -248,8 +248,8 @@ static bool plan_nodes(const tune_topology *t, const tune_plan *pl, const tune_p
  * on its nodes. When one reaches further (it borrows where it did not), the component
  * grows by those nodes and is planned again. So a burst of processes on distinct nodes
  * costs a plan of its node's processes each, not a plan of every managed process.
- * Overlapping firmware nodes (pools shared between nodes) and the reference mode
- * (tune_plan_params.replan_all) re-plan everything. Reports changed as placer_replan(). */
+ * Overlapping firmware nodes (pools shared between nodes), a host of one node and the
+ * reference mode (tune_plan_params.replan_all) re-plan everything. Reports changed as placer_replan(). */
 static int placer_replan_around(tune_placer *p, int must, bool *mark, uint64_t skip_key, bool skip, tune_keys *ret_changed) {
         const tune_topology *t = p->t;
         _cleanup_free_ bool *in = NULL;
@@ -257,7 +257,8 @@ static int placer_replan_around(tune_placer *p, int must, bool *mark, uint64_t s
         _cleanup_free_ tune_plan_request *reqs = NULL;
         int r;
 
-        if (p->params.replan_all || t->nodes_overlap || !mark)
+        /* One node, or one process: every coupled plan is in the component anyway. */
+        if (p->params.replan_all || t->nodes_overlap || !mark || t->n_nodes <= 1 || p->n <= 1)
                 return placer_replan(p, t, skip_key, skip, ret_changed);
         in = calloc(p->n ? p->n : 1, sizeof(bool));
         idx = calloc(p->n ? p->n : 1, sizeof(unsigned));
@@ -319,6 +320,24 @@ static bool *entry_mark(const tune_placer *p, const placer_entry *e) {
         return mark;
 }
 
+/* Mark the nodes e's next plan will likely be homed on (its accelerators', its rule's
+ * unattributed_nodes, its cpuset's), so that placer_replan_around() gathers its component
+ * before the first plan rather than after it (a plan saved; a wrong guess only costs one). */
+static void entry_mark_likely(const tune_placer *p, const placer_entry *e, bool *mark) {
+        const tune_topology *t = p->t;
+
+        for (unsigned i = 0; mark && i < t->n_nodes; i++) {
+                int id = t->nodes[i].id;
+
+                for (unsigned j = 0; j < e->n_accels; j++)
+                        if (e->accels[j].numa_node == id)
+                                mark[i] = true;
+                if (tune_cpuset_has(&e->rule->unattributed_nodes, (unsigned) id) ||
+                    (e->has_cpuset && tune_cpuset_overlaps(&t->nodes[i].cpus, &e->cpuset.cpus)))
+                        mark[i] = true;
+        }
+}
+
 /* A change to e alone when its plan was and stays independent (plan.h): no other plan
  * can change, so planning e by itself gives what placer_replan() would, without planning
  * every managed process again (a burst of N processes would cost N^2 plans). 1: done, e
@@ -350,6 +369,7 @@ static int placer_plan_changed(tune_placer *p, placer_entry *e, tune_keys *ret_c
                 return r;
         if (r == 0) {
                 _cleanup_free_ bool *mark = entry_mark(p, e);
+                entry_mark_likely(p, e, mark);
                 return placer_replan_around(p, (int) (e - p->entries), mark, e->key, true, ret_changed);
         }
         if (ret_changed)
@@ -480,8 +500,10 @@ int tune_placer_set_cpuset(tune_placer *p, uint64_t key, const tune_plan_cpuset 
                         e->plan.memory_decided = false;
         }
         r = placer_plan_alone(p, e);
-        if (r == 0)
+        if (r == 0) {
+                entry_mark_likely(p, e, mark);
                 r = placer_replan_around(p, (int) (e - p->entries), mark, 0, false, &changed);
+        }
         if (r < 0) {
                 tune_plan_cpuset_done(&e->cpuset);
                 e->cpuset = old;
