@@ -61,3 +61,19 @@ static inline void assert_same_decisions(const tune_plan *a, const tune_plan *b)
         assert_int_equal(a->cpuset_far, b->cpuset_far);
         assert_int_equal(a->independent, b->independent);
 }
+
+/* A rule as the plan tests write it: control threads by name and the main thread, compute
+ * threads by name, memory moved. */
+static char plan_test_control_glob[] = "acl_thread", plan_test_compute_glob[] = "omp-*";
+static char *plan_test_control_globs[] __attribute__((unused)) = { plan_test_control_glob, NULL };
+static char *plan_test_compute_globs[] __attribute__((unused)) = { plan_test_compute_glob, NULL };
+
+static inline tune_policy_rule plan_test_rule(unsigned control_cpus, unsigned compute_cpus) {
+        return (tune_policy_rule) {
+                .name = (char *) "test",
+                .accel_mode = TUNE_ACCEL_AUTO,
+                .control = { .name_globs = plan_test_control_globs, .main_thread = true, .cpus = control_cpus },
+                .compute = { .name_globs = plan_test_compute_globs, .cpus = compute_cpus },
+                .memory_migrate = true,
+        };
+}

@@ -22,39 +22,26 @@
 #define N_CPUSETS 4
 #define MAX_LIVE 48
 
-static char control_g0[] = "ctl-*", compute_g0[] = "omp-*";
-static char *control_globs[] = { control_g0, NULL };
-static char *compute_globs[] = { compute_g0, NULL };
-
-static tune_policy_rule make_rule(unsigned control_cpus, unsigned compute_cpus) {
-        return (tune_policy_rule) {
-                .name = (char *) "test",
-                .accel_mode = TUNE_ACCEL_AUTO,
-                .control = { .name_globs = control_globs, .main_thread = true, .cpus = control_cpus },
-                .compute = { .name_globs = compute_globs, .cpus = compute_cpus },
-                .memory_migrate = true,
-        };
-}
 
 /* Small fixed wants (several fit on a node: the common case, where components stay apart),
  * an elastic share, a whole node, and the kinds planned without the others. */
 static void make_rules(tune_policy_rule rules[static N_RULES]) {
-        rules[0] = make_rule(1, 2);
-        rules[1] = make_rule(2, 4);
-        rules[2] = make_rule(0, 4);  /* elastic: a fair share of the node */
-        rules[3] = make_rule(6, 18); /* more than a node has after housekeeping: borrows */
-        rules[4] = make_rule(1, 1);
+        rules[0] = plan_test_rule(1, 2);
+        rules[1] = plan_test_rule(2, 4);
+        rules[2] = plan_test_rule(0, 4);  /* elastic: a fair share of the node */
+        rules[3] = plan_test_rule(6, 18); /* more than a node has after housekeeping: borrows */
+        rules[4] = plan_test_rule(1, 1);
         rules[4].accel_mode = TUNE_ACCEL_NONE;
         rules[4].unattributed = TUNE_UNATTRIBUTED_PLACE;
         assert_int_equal(tune_cpuset_parse_list(&rules[4].unattributed_cpus, "4-9"), 0);
-        rules[5] = make_rule(1, 1);
+        rules[5] = plan_test_rule(1, 1);
         rules[5].accel_mode = TUNE_ACCEL_NONE;
         rules[5].unattributed = TUNE_UNATTRIBUTED_LEAVE;
-        rules[6] = make_rule(1, 3);
+        rules[6] = plan_test_rule(1, 3);
         rules[6].accel_mode = TUNE_ACCEL_NONE;
         rules[6].unattributed = TUNE_UNATTRIBUTED_PLACE;
         assert_int_equal(tune_cpuset_parse_list(&rules[6].unattributed_nodes, "5"), 0);
-        rules[7] = make_rule(1, 2);
+        rules[7] = plan_test_rule(1, 2);
 }
 
 static void rules_done(tune_policy_rule rules[static N_RULES]) {
