@@ -2,6 +2,12 @@
 /* Placement costs, printed as numbers (not a test):
  *   plan:   tune_plan_compute() for N processes on the Atlas 800I A2 topology (hand-built), and
  *           tune_placer_set() of one more process into a placer holding N;
+ *   burst:  N processes arriving one by one into an empty placer on the same topology, each
+ *           with its own accelerator's node (8 nodes), with the placer's incremental
+ *           re-plan and with tune_plan_params.replan_all (every process re-planned on
+ *           each change): the time and the plans made, for a rule whose processes fit on
+ *           their node (control 1 + compute 1) and one whose processes take a fair share
+ *           (control 2 + the rest: short beyond a few per node, so all are coupled);
  *   apply:  tune_affinity_apply() on a live child process with T threads, when every
  *           thread must move (flip between two CPU sets) and when none must (a re-check:
  *           two walks of /proc/PID/task and a sched_getaffinity per thread).
@@ -9,6 +15,7 @@
  *
  * Usage: bench-placement [runs]   (default 200) */
 #include <errno.h>
+#include <stdbool.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -111,6 +118,53 @@ static void bench_plan(unsigned runs) {
                 free(out);
         }
         free(v);
+        tune_topology_free(t);
+}
+
+/* N arrivals, each re-planned as the placer does. */
+static void bench_burst_one(const tune_topology *t, const tune_policy_rule *rule, const char *name, unsigned n, bool all) {
+        tune_plan_params params = { .housekeeping_cpus_per_node = 2, .no_reasons = true, .replan_all = all };
+        const tune_accel **ptrs = calloc(n, sizeof *ptrs);
+        tune_accel npus[8];
+        tune_placer *p;
+        double t0;
+
+        for (int i = 0; i < 8; i++)
+                npus[i] = fake_accel("ascend", i, "0000:00:00.0", i);
+        if (!ptrs || tune_placer_new(t, &params, &p) < 0)
+                abort();
+        t0 = now_us();
+        for (unsigned k = 0; k < n; k++) {
+                tune_keys changed = {};
+                ptrs[k] = &npus[k % 8];
+                if (tune_placer_set(p, k, rule, &ptrs[k], 1, &changed) < 0)
+                        abort();
+                tune_keys_done(&changed);
+        }
+        printf("burst: %4u arrivals, rule %-22s %-12s %10.1f ms  %9llu plans made (%.1f per arrival)\n", n, name,
+               all ? "re-plan all" : "incremental", (now_us() - t0) / 1000.0, (unsigned long long) tune_placer_plans_made(p),
+               (double) tune_placer_plans_made(p) / n);
+        tune_placer_free(p);
+        free(ptrs);
+}
+
+static void bench_burst(void) {
+        tune_topology *t = fake_atlas_800i_a2();
+        tune_policy_rule fits = {
+                .control = { .name_globs = ctl_globs, .main_thread = true, .cpus = 1 },
+                .compute = { .name_globs = work_globs, .cpus = 1 },
+        };
+        tune_policy_rule share = {
+                .control = { .name_globs = ctl_globs, .main_thread = true, .cpus = 2 },
+                .compute = { .name_globs = work_globs },
+        };
+        const unsigned sizes[] = { 64, 256 };
+
+        for (unsigned s = 0; s < ELEMENTSOF(sizes); s++)
+                for (int all = 1; all >= 0; all--) {
+                        bench_burst_one(t, &fits, "control 1 + compute 1", sizes[s], all);
+                        bench_burst_one(t, &share, "control 2 + the rest", sizes[s], all);
+                }
         tune_topology_free(t);
 }
 
@@ -228,6 +282,7 @@ int main(int argc, char **argv) {
                 return 2;
         }
         bench_plan(runs);
+        bench_burst();
         bench_apply(runs);
         return 0;
 }

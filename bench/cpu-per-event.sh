@@ -36,6 +36,8 @@ measure() { # PINNER HANDLER PHASE
         fi
         sleep 2
         pinner_stop
+        # $BENCH_KEEP_LOGS (bench/pinners.sh) keeps the profiles too, for callgrind_annotate.
+        [ -z "${BENCH_KEEP_LOGS:-}" ] || cp "$out" "$BENCH_KEEP_LOGS/"
         python3 "$here/callgrind-calls.py" "$out" "$2"
 }
 

@@ -53,11 +53,16 @@
 #define SYS_pidfd_open 434
 #endif
 
-#define MAX_MATCHED 1024
+/* Matched processes by pid, in an open-addressed table twice their most (a bench's burst
+ * runs 4096 at once): a lookup per event costs a hash and a probe or two, as npu-tuned's
+ * does, not a scan of the table. */
+#define MAX_MATCHED 8192
+#define MATCHED_SLOTS (2 * MAX_MATCHED)
 
 static const char *exe_glob, *cmd_sub;
 static cpu_set_t target, thread_target; /* the main thread's, the other threads' */
-static pid_t matched[MAX_MATCHED];
+static pid_t matched[MATCHED_SLOTS];
+static unsigned n_matched;
 static volatile sig_atomic_t stop;
 
 /* --facts: the journal of originals, the cpuset hierarchy, each matched process's pidfd. */
@@ -66,7 +71,7 @@ static uid_t own_uid; /* the rule's user: the pinner's own */
 static int journal_fd = -1;
 static char cpuset_mnt[256];
 static bool cpuset_v2;
-static int pidfds[MAX_MATCHED];
+static int pidfds[MATCHED_SLOTS];
 /* Printed at stop: environments with a visible-devices or rank variable, cpusets whose
  * memory nodes were read; journal lines that failed to go out. */
 static unsigned long facts_seen, journal_failed;
@@ -247,11 +252,54 @@ static void find_cpuset_mount(void) {
         }
 }
 
+static unsigned slot_hash(pid_t pid) {
+        return ((uint32_t) pid * 2654435761u) & (MATCHED_SLOTS - 1);
+}
+
+/* pid's slot, or -1 if it is not matched. */
 static int slot_of(pid_t pid) {
-        for (int i = 0; i < MAX_MATCHED; i++)
+        for (unsigned i = slot_hash(pid);; i = (i + 1) & (MATCHED_SLOTS - 1)) {
                 if (matched[i] == pid)
-                        return i;
-        return -1;
+                        return (int) i;
+                if (matched[i] == 0)
+                        return -1;
+        }
+}
+
+/* A slot for pid, or -1 when MAX_MATCHED are matched already. */
+static int slot_new(pid_t pid) {
+        unsigned i = slot_hash(pid);
+
+        if (n_matched >= MAX_MATCHED)
+                return -1;
+        while (matched[i] != 0)
+                i = (i + 1) & (MATCHED_SLOTS - 1);
+        matched[i] = pid;
+        n_matched++;
+        return (int) i;
+}
+
+/* Empty a slot, moving back the entries after it that probed past it (no tombstones). */
+static void slot_free(unsigned i) {
+        unsigned j = i;
+
+        matched[i] = 0;
+        pidfds[i] = -1;
+        n_matched--;
+        for (;;) {
+                j = (j + 1) & (MATCHED_SLOTS - 1);
+                if (matched[j] == 0)
+                        return;
+                unsigned k = slot_hash(matched[j]);
+                /* Stays where it is when its home k lies cyclically in (i, j]. */
+                if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
+                        continue;
+                matched[i] = matched[j];
+                pidfds[i] = pidfds[j];
+                matched[j] = 0;
+                pidfds[j] = -1;
+                i = j;
+        }
 }
 
 __attribute__((noinline)) static int matches(pid_t pid) {
@@ -387,8 +435,8 @@ __attribute__((noinline)) static void handle(const struct proc_event *ev) {
                 handling_began = now_ns();
                 if (!matches(pid))
                         return;
-                if ((slot = slot_of(pid)) < 0 && (slot = slot_of(0)) >= 0)
-                        matched[slot] = pid;
+                if ((slot = slot_of(pid)) < 0)
+                        slot = slot_new(pid);
                 if (!facts)
                         pin_all_threads(pid);
                 else if (slot >= 0)
@@ -413,7 +461,7 @@ __attribute__((noinline)) static void handle(const struct proc_event *ev) {
                     (slot = slot_of(ev->event_data.exit.process_tgid)) >= 0) {
                         if (facts)
                                 facts_exit(ev->event_data.exit.process_tgid, slot);
-                        matched[slot] = 0;
+                        slot_free((unsigned) slot);
                 }
                 return;
         default:
@@ -437,7 +485,7 @@ int main(int argc, char **argv) {
                         close(dfd);
                 facts = true;
                 own_uid = getuid();
-                for (int i = 0; i < MAX_MATCHED; i++)
+                for (int i = 0; i < MATCHED_SLOTS; i++)
                         pidfds[i] = -1;
                 find_cpuset_mount();
                 argc -= 2;

@@ -41,7 +41,7 @@ bench_args() {
         while [ $# -gt 0 ]; do
                 case $1 in
                 --build | --runs | --rounds | --threads | --seconds | --spinners | --execs | --matched | --unmatched | \
-                        --procs | --scan | --rates | --ticks)
+                        --procs | --scan | --rates | --ticks | --burst)
                         [ $# -ge 2 ] || { echo "bench: $1 needs a value" >&2; exit 2; }
                         printf -v "${1#--}" '%s' "$2"
                         shift 2
@@ -160,6 +160,11 @@ pinner_stop() {
         kill "$pinner_pid" 2>/dev/null || true
         wait "$pinner_pid" 2>/dev/null || true
         pinner_pid=""
+        # $BENCH_KEEP_LOGS: a directory that keeps each pinner's log (NAME.N.log).
+        if [ -n "${BENCH_KEEP_LOGS:-}" ] && [ -e "$pinner_log" ]; then
+                bench_kept=$((${bench_kept:-0} + 1))
+                cp "$pinner_log" "$BENCH_KEEP_LOGS/${pinner_log##*/}.$bench_kept"
+        fi
         if ls -d "$tuned_profile_dir"/npu-tuned-bench-* >/dev/null 2>&1; then
                 rm -rf "$tuned_profile_dir"/npu-tuned-bench-*
                 for f in "$bench_tmp"/tuned-saved-*; do

@@ -22,11 +22,13 @@ if [ -n "$quick" ]; then
         storm=(--unmatched 1000 --matched 10) idle=(--seconds 5) react=(--runs 10) cput=(--runs 20 --execs 200 --rounds 1)
         sysc=(--runs 10)
         scale=(--procs "1 64" --ticks 1 --scan 1000 --rates "2000 0" --seconds 2)
+        burst=(--burst "64 256")
 else
         lat=(--runs 50 --rounds 5) cpu=(--execs 1000 --matched 20) srv=(--rounds 3 --seconds 5)
         storm=(--unmatched 10000 --matched 100) idle=(--seconds 60) react=(--runs 50) cput=(--runs 100 --execs 1000 --rounds 3)
         sysc=(--runs 50)
         scale=()
+        burst=(--burst "1024 4096" --raise-pid-max)
 fi
 run() {
         echo
@@ -48,3 +50,4 @@ run "Fork storm" storm.sh "${storm[@]}"
 run "Idle" idle.sh "${idle[@]}"
 run "The control thread's wake-up lateness" serving.sh "${srv[@]}"
 run "How costs grow with the work" scaling.sh "${scale[@]}"
+run "A burst of processes, against floor-facts" scaling.sh "${burst[@]}" burst

@@ -3,8 +3,8 @@
 # How npu-tuned's costs grow with the work, beside the floor pinner (bench/pinners.sh), as
 # root:
 #   bench/scaling.sh [--build DIR] [--procs LIST] [--ticks K] [--scan LIST]
-#                    [--rates LIST] [--seconds S] [--raise-pid-max] [PART...]
-# PART is managed, scan or rate (default: all three), each printing one table:
+#                    [--rates LIST] [--seconds S] [--burst LIST] [--raise-pid-max] [PART...]
+# PART is managed, scan, rate or burst (default: the first three), each printing one table:
 #   managed  PROCS processes (LIST, default "1 64 512 4096") of 8 threads each, and one row
 #            of 64 processes of 64 threads, all matching one rule (bench/scale-managed):
 #            time until every thread is on one CPU, the pinner's CPU for that, its CPU per
@@ -19,13 +19,18 @@
 #            /bin/true, 3 events instead of 2), S s each (default 5), 1 in 100 of them
 #            matched (bench/placement-latency's child): the rate reached, overruns of the
 #            pinner's event socket (ENOBUFS), matched processes missed, the pinner's CPU.
+#   burst    PROCS processes (LIST, default "1024 4096") of 8 threads each started at once,
+#            as in managed, beside floor-facts (and npu-tmpfs-b when $npu_b_bin is set): the
+#            time until every thread is placed and the pinner's CPU for it, against
+#            floor-facts' in the same run, and how each pinner's CPU grows from the first
+#            row to the last (linear: the ratio of the process counts).
 # A row that needs more pids than kernel.pid_max leaves (or more memory than half of what
 # is available) is made smaller, and says so; with --raise-pid-max, pid_max is raised for
 # the run instead and put back at exit. Every process the bench starts is gone when it
 # exits, Ctrl-C included. The npu-tuned state dir is on tmpfs (printed).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-build=build procs="1 64 512 4096" ticks=3 scan="10000 100000" rates="1000 2000 5000 10000 0 0:exec" seconds=5
+build=build procs="1 64 512 4096" burst="1024 4096" ticks=3 scan="10000 100000" rates="1000 2000 5000 10000 0 0:exec" seconds=5
 raise_pid_max=""
 # shellcheck source=bench/pinners.sh
 . "$here/pinners.sh"
@@ -53,7 +58,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$
 rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
 overruns() { # PINNER: lines its log has for lost events so far
         case $1 in
-        floor) grep -c overrun "$pinner_log" || true ;;
+        floor | floor-facts) grep -c overrun "$pinner_log" || true ;;
         *) grep -c "events were lost" "$pinner_log" || true ;;
         esac
 }
@@ -216,9 +221,47 @@ part_rate() {
         done
 }
 
+part_burst() {
+        local n p out placed cpu ff_ms ff_cpu pinners=(floor-facts npu-tmpfs) first_n="" line
+        declare -A first_cpu last_cpu
+        [ -z "${npu_b_bin:-}" ] || pinners+=(npu-tmpfs-b)
+        mkdir -p "$bench_tmp/pp"
+        npu_options='{ "max_managed_processes": 8192 }'
+        npu_unattributed=$shared_cpus
+        echo
+        echo "a burst: PROCS processes of 8 threads started at once, every thread placed (policy options: $npu_options,"
+        echo "\"unattributed\": $shared_cpus; the control thread on its first CPU, the others on its second, as floor-facts splits them)"
+        echo "| processes x threads | pinner | all placed ms | threads never placed | CPU to place ms, stat / schedstat | RSS KiB | overruns | placed ms / floor-facts | CPU / floor-facts |"
+        echo "|---|---|---|---|---|---|---|---|---|"
+        for n in $burst; do
+                fit "$n" 8 320
+                n=$fit_n
+                [ -n "$first_n" ] || first_n=$n
+                ff_ms="" ff_cpu=""
+                for p in "${pinners[@]}"; do
+                        pinner_start "$p" "scale-managed --child" "*/scale-managed"
+                        sleep 1
+                        lost0=$(overruns "$p")
+                        out=$("$build/bench/scale-managed" "$pinner_pid" "$n" 8 0 0)
+                        placed=$(kv placed_ms "$out") cpu=$(kv place_run_ms "$out")
+                        [ "$(kv never "$out")" = 0 ] || placed="never all (gave up after $(kv placed_ms "$out") ms)"
+                        if [ "$p" = floor-facts ]; then ff_ms=$placed ff_cpu=$cpu; fi
+                        [ -n "${first_cpu[$p]:-}" ] || first_cpu[$p]=$cpu
+                        last_cpu[$p]=$cpu
+                        echo "| $(kv procs "$out") x 8 | $p | $placed | $(kv never "$out")/$(kv threads "$out") | $(kv place_cpu_ms "$out") / $cpu | $(kv rss_kib "$out") | $(($(overruns "$p") - lost0)) | $(ratio "$placed" "$ff_ms") | $(ratio "$cpu" "$ff_cpu") |"
+                        pinner_stop
+                done
+        done
+        for p in "${pinners[@]}"; do
+                line="$p: CPU to place grew $(ratio "${last_cpu[$p]}" "${first_cpu[$p]}")x from $first_n to $n processes"
+                echo "$line (linear: $(ratio "$n" "$first_n")x)"
+        done
+        npu_options="" npu_unattributed=""
+}
+
 for part in "${parts[@]}"; do
         case $part in
-        managed | scan | rate) "part_$part" ;;
-        *) echo "bench: unknown part $part (managed, scan or rate)" >&2; exit 2 ;;
+        managed | scan | rate | burst) "part_$part" ;;
+        *) echo "bench: unknown part $part (managed, scan, rate or burst)" >&2; exit 2 ;;
         esac
 done

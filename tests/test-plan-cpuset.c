@@ -15,19 +15,6 @@
 #include "plan-assert.h"
 #include "npu-tuned/plan.h"
 
-static char control_g0[] = "acl_thread", compute_g0[] = "omp-*";
-static char *control_globs[] = { control_g0, NULL };
-static char *compute_globs[] = { compute_g0, NULL };
-
-static tune_policy_rule make_rule(unsigned control_cpus, unsigned compute_cpus) {
-        return (tune_policy_rule) {
-                .name = (char *) "test",
-                .accel_mode = TUNE_ACCEL_AUTO,
-                .control = { .name_globs = control_globs, .main_thread = true, .cpus = control_cpus },
-                .compute = { .name_globs = compute_globs, .cpus = compute_cpus },
-                .memory_migrate = true,
-        };
-}
 
 static void make_cpuset(tune_plan_cpuset *c, const char *cpus, const char *mems) {
         *c = (tune_plan_cpuset) { .owner = strdup("cgroup /kubepods.slice/test") };
@@ -39,7 +26,7 @@ static void make_cpuset(tune_plan_cpuset *c, const char *cpus, const char *mems)
 /* Plan one process of NPU 0 (node 0) on the Atlas, held to cpuset cpus/mems (NULL: none). */
 static void plan_npu0(const tune_topology *t, unsigned housekeeping, unsigned control, unsigned compute,
                       const char *cpus, const char *mems, tune_plan *out) {
-        tune_policy_rule rule = make_rule(control, compute);
+        tune_policy_rule rule = plan_test_rule(control, compute);
         tune_plan_params params = { .housekeeping_cpus_per_node = housekeeping };
         tune_accel npus[4];
         const tune_accel *ptr;
@@ -122,7 +109,7 @@ static void test_cpuset_far(void **state) {
  * the rest, no overlap. */
 static void test_two_processes_one_restricted(void **state) {
         _cleanup_(tune_topology_freep) tune_topology *t = fake_atlas_800i_a2();
-        tune_policy_rule rule = make_rule(2, 0);
+        tune_policy_rule rule = plan_test_rule(2, 0);
         tune_accel npus[4];
         const tune_accel *ptr[2];
         tune_plan_cpuset cs;
@@ -166,7 +153,7 @@ static void test_whole_cpuset(void **state) {
 static void test_placer_cpuset_change(void **state) {
         _cleanup_(tune_topology_freep) tune_topology *t = fake_atlas_800i_a2();
         _cleanup_(tune_placer_freep) tune_placer *pl = NULL;
-        tune_policy_rule rule = make_rule(2, 0);
+        tune_policy_rule rule = plan_test_rule(2, 0);
         tune_accel npus[4];
         const tune_accel *ptr;
         tune_plan_cpuset a, b;
@@ -204,7 +191,7 @@ static void test_placer_cpuset_change(void **state) {
 static void test_cpuset_shrinks_compute_stays_home(void **state) {
         _cleanup_(tune_topology_freep) tune_topology *t = fake_atlas_800i_a2();
         _cleanup_(tune_placer_freep) tune_placer *pl = NULL;
-        tune_policy_rule rule = make_rule(1, 1);
+        tune_policy_rule rule = plan_test_rule(1, 1);
         tune_accel npus[4];
         const tune_accel *ptr;
         tune_plan_cpuset cs;
@@ -226,7 +213,7 @@ static void test_cpuset_shrinks_compute_stays_home(void **state) {
  * "different" nodes must not share CPUs; memory follows each one's own node. */
 static void test_overlapping_nodes(void **state) {
         _cleanup_(tune_topology_freep) tune_topology *t = fake_topology_new(2, 8, NULL, NULL, 8 * GIB_KIB);
-        tune_policy_rule rule = make_rule(1, 0);
+        tune_policy_rule rule = plan_test_rule(1, 0);
         tune_accel a0 = fake_accel("ascend", 0, "0000:01:00.0", 0), a1 = fake_accel("ascend", 1, "0000:02:00.0", 1);
         const tune_accel *p0 = &a0, *p1 = &a1;
         tune_plan out[2] = {};

@@ -690,23 +690,6 @@ static void test_placement_json(void **state) {
         tune_plan_done(&out);
 }
 
-/* The decisions of two plans, not their reasons. */
-static void assert_same_decisions(const tune_plan *a, const tune_plan *b) {
-        assert_int_equal(a->action, b->action);
-        assert_true(tune_cpuset_equal(&a->home_nodes, &b->home_nodes));
-        assert_true(tune_cpuset_equal(&a->pool, &b->pool));
-        for (unsigned r = 0; r < _TUNE_ROLE_MAX; r++)
-                assert_true(tune_cpuset_equal(&a->role_cpus[r], &b->role_cpus[r]));
-        assert_true(tune_cpuset_equal(&a->borrowed_nodes, &b->borrowed_nodes));
-        assert_true(tune_cpuset_equal(&a->mem_nodes, &b->mem_nodes));
-        assert_int_equal(a->cpus_wanted, b->cpus_wanted);
-        assert_int_equal(a->shared, b->shared);
-        assert_int_equal(a->memory_decided, b->memory_decided);
-        assert_int_equal(a->in_cpuset, b->in_cpuset);
-        assert_int_equal(a->cpuset_far, b->cpuset_far);
-        assert_int_equal(a->independent, b->independent);
-}
-
 /* Random arrivals, exits and cpuset changes on the Atlas: the invariants hold after every
  * step, and the placer's shortcut for a process whose plan is independent of the others'
  * (planned alone, nobody else re-planned) leaves every plan as re-planning all of them

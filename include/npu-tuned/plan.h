@@ -76,6 +76,9 @@ typedef struct tune_plan_params {
         bool no_reasons; /* plan without the reasons (the same decisions): for a caller that
                           * shows them only on demand (tune_placer_explain()); formatting
                           * them is about 40% of a plan's instructions */
+        bool replan_all; /* the placer re-plans every process on each change that is not
+                          * planned alone (an independent plan), not only those whose CPUs it
+                          * can move: the reference the incremental re-plan is tested against */
 } tune_plan_params;
 
 typedef enum tune_plan_action {
@@ -227,6 +230,9 @@ const tune_plan *tune_placer_get(const tune_placer *p, uint64_t key) _pure_;
  * when key is not planned. */
 int tune_placer_explain(const tune_placer *p, uint64_t key, tune_plan *ret);
 unsigned tune_placer_count(const tune_placer *p) _pure_;
+/* How many process plans the placer has computed (a process re-planned N times counts N):
+ * what a change costs it. */
+uint64_t tune_placer_plans_made(const tune_placer *p) _pure_;
 /* The union of every placed pool: the "inference CPUs" the IRQ knob keeps IRQs off. */
 int tune_placer_inference_cpus(const tune_placer *p, tune_cpuset *ret);
 

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* The placer (see include/npu-tuned/plan.h): the stateful side of placement planning. It
  * keeps the managed processes in arrival order with their last plans, runs the planner
- * (tune_plan_compute(), plan.c) over all of them on every change that can move another
- * (one to a process whose plan is independent of the others' is planned alone), and says
- * whose CPUs changed so the daemon re-pins just those. */
+ * (tune_plan_compute(), plan.c) on every change over the processes whose plans it can move
+ * (placer_replan_around(): those dealt CPUs on the nodes it touches; a process whose plan
+ * is independent of the others' is planned alone), and says whose CPUs changed so the
+ * daemon re-pins just those. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,7 @@ struct tune_placer {
         tune_plan_params params;
         placer_entry *entries; /* arrival order */
         unsigned n;
+        uint64_t plans_made;
 };
 
 void tune_keys_done(tune_keys *k) {
@@ -141,12 +143,44 @@ static tune_plan_request *placer_requests(const tune_placer *p, bool last_planne
         return reqs;
 }
 
+/* Swap in out[j] as the plan of entry idx[j] (idx NULL: entry j), j < m, and report the
+ * entries (other than skip_key) whose CPUs changed; takes out's plans and frees out in
+ * every case. On failure nothing changes. */
+static int placer_take(tune_placer *p, const unsigned *idx, unsigned m, tune_plan *out, uint64_t skip_key, bool skip,
+                       tune_keys *ret_changed) {
+        tune_keys changed = {};
+        int r = 0;
+
+        for (unsigned j = 0; j < m && r >= 0; j++) {
+                placer_entry *e = &p->entries[idx ? idx[j] : j];
+                if (skip && e->key == skip_key)
+                        continue;
+                if (e->placed && !placement_cpus_equal(&e->plan, &out[j]))
+                        r = tune_keys_add(&changed, e->key);
+        }
+        if (r < 0) {
+                for (unsigned j = 0; j < m; j++)
+                        tune_plan_done(&out[j]);
+                free(out);
+                tune_keys_done(&changed);
+                return r;
+        }
+        for (unsigned j = 0; j < m; j++)
+                entry_take_plan(&p->entries[idx ? idx[j] : j], &out[j]);
+        free(out);
+        if (ret_changed) {
+                tune_keys_done(ret_changed);
+                *ret_changed = changed;
+        } else
+                tune_keys_done(&changed);
+        return 0;
+}
+
 /* Re-plan every entry; on success swap the new placements in and report the entries
  * (other than skip_key) whose CPUs changed. On failure nothing changes. */
 static int placer_replan(tune_placer *p, const tune_topology *t, uint64_t skip_key, bool skip, tune_keys *ret_changed) {
         _cleanup_free_ tune_plan_request *reqs = NULL;
         tune_plan *out = NULL;
-        tune_keys changed = {};
         int r;
 
         reqs = placer_requests(p, false);
@@ -160,30 +194,148 @@ static int placer_replan(tune_placer *p, const tune_topology *t, uint64_t skip_k
                 free(out);
                 return r;
         }
-        for (unsigned i = 0; i < p->n && r >= 0; i++) {
-                placer_entry *e = &p->entries[i];
-                if (skip && e->key == skip_key)
-                        continue;
-                if (e->placed && !placement_cpus_equal(&e->plan, &out[i]))
-                        r = tune_keys_add(&changed, e->key);
-        }
-        if (r < 0) {
+        p->plans_made += p->n;
+        r = placer_take(p, NULL, p->n, out, skip_key, skip, ret_changed);
+        if (r >= 0)
+                p->t = t;
+        return r;
+}
+
+/* Whether pl (by rule) may look at every node: it borrowed, or is short of what it wants
+ * (a refusal for want of CPUs, its whole cpuset shared, fewer CPUs than its rule's fixed
+ * want or an elastic share's least), or is planned on a far cpuset's nodes. A short plan
+ * borrows from the nearest node with spare CPUs, so CPUs freed on any node can move it. */
+static bool plan_reaches_all(const tune_plan *pl, const tune_policy_rule *rule) {
+        unsigned least = pl->cpus_wanted > 0 ? pl->cpus_wanted : rule->control.cpus + rule->compute.cpus + 1;
+
+        /* A far cpuset's plan is homed on its cpuset's nodes, which home_nodes does not name. */
+        return !tune_cpuset_is_empty(&pl->borrowed_nodes) || pl->action != TUNE_PLAN_PLACE || pl->shared || pl->cpuset_far ||
+               tune_cpuset_count(&pl->pool) < least;
+}
+
+/* Whether pl was dealt CPUs on the node of index i of t with the other plans (its home
+ * nodes, the nodes it borrowed from, the nodes its pool has CPUs on). */
+static bool plan_on_node(const tune_topology *t, const tune_plan *pl, unsigned i) {
+        const tune_node *node = &t->nodes[i];
+
+        return tune_cpuset_has(&pl->home_nodes, (unsigned) node->id) ||
+               tune_cpuset_has(&pl->borrowed_nodes, (unsigned) node->id) || tune_cpuset_overlaps(&node->cpus, &pl->pool);
+}
+
+/* Whether pl (a plan dealt CPUs with the others, by rule) is on a node whose mark is
+ * `marked`; with mark_them, marks every node it is on. */
+static bool plan_nodes(const tune_topology *t, const tune_plan *pl, const tune_policy_rule *rule, bool *mark, bool marked,
+                       bool mark_them) {
+        bool all = plan_reaches_all(pl, rule), any = false;
+
+        for (unsigned i = 0; i < t->n_nodes; i++)
+                if (mark[i] == marked && (all || plan_on_node(t, pl, i))) {
+                        any = true;
+                        if (!mark_them)
+                                break;
+                        mark[i] = true;
+                }
+        return any;
+}
+
+/* Re-plan only the entries a change can move: the entry `must` (its index; -1: none) and
+ * every entry whose plan takes part in dealing CPUs on a marked node (mark: the nodes the
+ * changed plan was on, by index in the topology), closed over the nodes those are on. The
+ * planner deals each node's CPUs among the plans homed there and lends a node's spare CPUs
+ * to the nearest short plans, so plans on disjoint sets of nodes cannot move each other:
+ * this component planned alone gets what re-planning every entry would give it, and
+ * nobody else would change (a re-plan keeps a plan as it is), provided its new plans stay
+ * on its nodes. When one reaches further (it borrows where it did not), the component
+ * grows by those nodes and is planned again. So a burst of processes on distinct nodes
+ * costs a plan of its node's processes each, not a plan of every managed process.
+ * Overlapping firmware nodes (pools shared between nodes), a host of one node and the
+ * reference mode (tune_plan_params.replan_all) re-plan everything. Reports changed as placer_replan(). */
+static int placer_replan_around(tune_placer *p, int must, bool *mark, uint64_t skip_key, bool skip, tune_keys *ret_changed) {
+        const tune_topology *t = p->t;
+        _cleanup_free_ bool *in = NULL;
+        _cleanup_free_ unsigned *idx = NULL;
+        _cleanup_free_ tune_plan_request *reqs = NULL;
+        int r;
+
+        /* One node, or one process: every coupled plan is in the component anyway. */
+        if (p->params.replan_all || t->nodes_overlap || !mark || t->n_nodes <= 1 || p->n <= 1)
+                return placer_replan(p, t, skip_key, skip, ret_changed);
+        in = calloc(p->n ? p->n : 1, sizeof(bool));
+        idx = calloc(p->n ? p->n : 1, sizeof(unsigned));
+        reqs = calloc(p->n ? p->n : 1, sizeof *reqs);
+        if (!in || !idx || !reqs)
+                return -ENOMEM;
+        for (;;) {
+                unsigned m = 0;
+                bool grew = true, further = false;
+                tune_plan *out;
+
+                while (grew) {
+                        grew = false;
+                        for (unsigned i = 0; i < p->n; i++) {
+                                placer_entry *e = &p->entries[i];
+                                bool coupled = e->placed && !e->plan.independent;
+
+                                if (in[i] || ((int) i != must && (!coupled || !plan_nodes(t, &e->plan, e->rule, mark, true, false))))
+                                        continue;
+                                in[i] = true;
+                                if (coupled && plan_nodes(t, &e->plan, e->rule, mark, false, true))
+                                        grew = true;
+                        }
+                }
                 for (unsigned i = 0; i < p->n; i++)
-                        tune_plan_done(&out[i]);
+                        if (in[i]) {
+                                idx[m] = i;
+                                reqs[m++] = entry_request(&p->entries[i]);
+                        }
+                if (m == p->n)
+                        return placer_replan(p, t, skip_key, skip, ret_changed);
+                out = calloc(m ? m : 1, sizeof *out);
+                if (!out)
+                        return -ENOMEM;
+                r = tune_plan_compute(t, &p->params, reqs, m, out);
+                if (r < 0) {
+                        free(out);
+                        return r;
+                }
+                p->plans_made += m;
+                for (unsigned j = 0; j < m; j++)
+                        if (!out[j].independent && plan_nodes(t, &out[j], reqs[j].rule, mark, false, true))
+                                further = true;
+                if (!further)
+                        return placer_take(p, idx, m, out, skip_key, skip, ret_changed);
+                for (unsigned j = 0; j < m; j++)
+                        tune_plan_done(&out[j]);
                 free(out);
-                tune_keys_done(&changed);
-                return r;
         }
-        for (unsigned i = 0; i < p->n; i++)
-                entry_take_plan(&p->entries[i], &out[i]);
-        free(out);
-        p->t = t;
-        if (ret_changed) {
-                tune_keys_done(ret_changed);
-                *ret_changed = changed;
-        } else
-                tune_keys_done(&changed);
-        return 0;
+}
+
+/* The nodes (by index in p's topology) e's plan takes part in dealing CPUs on, for
+ * placer_replan_around(); NULL (re-plan everything) when out of memory. */
+static bool *entry_mark(const tune_placer *p, const placer_entry *e) {
+        bool *mark = calloc(p->t->n_nodes ? p->t->n_nodes : 1, sizeof(bool));
+
+        if (mark && e->placed && !e->plan.independent)
+                (void) plan_nodes(p->t, &e->plan, e->rule, mark, false, true);
+        return mark;
+}
+
+/* Mark the nodes e's next plan will likely be homed on (its accelerators', its rule's
+ * unattributed_nodes, its cpuset's), so that placer_replan_around() gathers its component
+ * before the first plan rather than after it (a plan saved; a wrong guess only costs one). */
+static void entry_mark_likely(const tune_placer *p, const placer_entry *e, bool *mark) {
+        const tune_topology *t = p->t;
+
+        for (unsigned i = 0; mark && i < t->n_nodes; i++) {
+                int id = t->nodes[i].id;
+
+                for (unsigned j = 0; j < e->n_accels; j++)
+                        if (e->accels[j].numa_node == id)
+                                mark[i] = true;
+                if (tune_cpuset_has(&e->rule->unattributed_nodes, (unsigned) id) ||
+                    (e->has_cpuset && tune_cpuset_overlaps(&t->nodes[i].cpus, &e->cpuset.cpus)))
+                        mark[i] = true;
+        }
 }
 
 /* A change to e alone when its plan was and stays independent (plan.h): no other plan
@@ -200,6 +352,7 @@ static int placer_plan_alone(tune_placer *p, placer_entry *e) {
         r = tune_plan_compute(p->t, &p->params, &req, 1, &out);
         if (r < 0)
                 return r;
+        p->plans_made++;
         if (!out.independent) {
                 tune_plan_done(&out);
                 return 0;
@@ -208,14 +361,17 @@ static int placer_plan_alone(tune_placer *p, placer_entry *e) {
         return 1;
 }
 
-/* placer_plan_alone(), else placer_replan(); *ret_changed: the other entries whose CPUs
- * changed (none when planned alone). */
+/* placer_plan_alone(), else placer_replan_around(); *ret_changed: the other entries whose
+ * CPUs changed (none when planned alone). */
 static int placer_plan_changed(tune_placer *p, placer_entry *e, tune_keys *ret_changed) {
         int r = placer_plan_alone(p, e);
         if (r < 0)
                 return r;
-        if (r == 0)
-                return placer_replan(p, p->t, e->key, true, ret_changed);
+        if (r == 0) {
+                _cleanup_free_ bool *mark = entry_mark(p, e);
+                entry_mark_likely(p, e, mark);
+                return placer_replan_around(p, (int) (e - p->entries), mark, e->key, true, ret_changed);
+        }
         if (ret_changed)
                 tune_keys_done(ret_changed);
         return 0;
@@ -315,6 +471,7 @@ int tune_placer_set_cpuset(tune_placer *p, uint64_t key, const tune_plan_cpuset 
         tune_plan_cpuset old;
         bool old_has, old_decided;
         tune_keys changed = {};
+        _cleanup_free_ bool *mark = NULL;
         int r;
 
         if (!p)
@@ -324,6 +481,7 @@ int tune_placer_set_cpuset(tune_placer *p, uint64_t key, const tune_plan_cpuset 
                 return -ENOENT;
         if (e->has_cpuset == !!cpuset && (!cpuset || tune_plan_cpuset_equal(&e->cpuset, cpuset)))
                 return 0;
+        mark = entry_mark(p, e);
         old = e->cpuset;
         old_has = e->has_cpuset;
         old_decided = e->plan.memory_decided;
@@ -342,8 +500,10 @@ int tune_placer_set_cpuset(tune_placer *p, uint64_t key, const tune_plan_cpuset 
                         e->plan.memory_decided = false;
         }
         r = placer_plan_alone(p, e);
-        if (r == 0)
-                r = placer_replan(p, p->t, 0, false, &changed);
+        if (r == 0) {
+                entry_mark_likely(p, e, mark);
+                r = placer_replan_around(p, (int) (e - p->entries), mark, 0, false, &changed);
+        }
         if (r < 0) {
                 tune_plan_cpuset_done(&e->cpuset);
                 e->cpuset = old;
@@ -362,6 +522,7 @@ int tune_placer_set_cpuset(tune_placer *p, uint64_t key, const tune_plan_cpuset 
 
 int tune_placer_remove(tune_placer *p, uint64_t key, tune_keys *ret_changed) {
         placer_entry removed;
+        _cleanup_free_ bool *mark = NULL;
         unsigned i;
         int r;
 
@@ -370,6 +531,7 @@ int tune_placer_remove(tune_placer *p, uint64_t key, tune_keys *ret_changed) {
                         break;
         if (i == p->n)
                 return -ENOENT;
+        mark = entry_mark(p, &p->entries[i]);
         removed = p->entries[i];
         memmove(&p->entries[i], &p->entries[i + 1], (p->n - i - 1) * sizeof(placer_entry));
         p->n--;
@@ -381,7 +543,8 @@ int tune_placer_remove(tune_placer *p, uint64_t key, tune_keys *ret_changed) {
                         tune_keys_done(ret_changed);
                 return 0;
         }
-        r = placer_replan(p, p->t, key, true, ret_changed);
+        /* The plans dealt CPUs where it had them. */
+        r = placer_replan_around(p, -1, mark, key, true, ret_changed);
         if (r < 0) {
                 /* Put it back where it was. */
                 memmove(&p->entries[i + 1], &p->entries[i], (p->n - i) * sizeof(placer_entry));
@@ -450,6 +613,10 @@ int tune_placer_explain(const tune_placer *p, uint64_t key, tune_plan *ret) {
 
 unsigned tune_placer_count(const tune_placer *p) {
         return p->n;
+}
+
+uint64_t tune_placer_plans_made(const tune_placer *p) {
+        return p->plans_made;
 }
 
 int tune_placer_inference_cpus(const tune_placer *p, tune_cpuset *ret) {

@@ -7,6 +7,7 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -231,6 +232,7 @@ typedef struct plan_state {
         unsigned n_nodes;
         plan_claim *claims;
         unsigned n_claims;
+        void *claim_arrays; /* every claim's per-node arrays, in one allocation */
 } plan_state;
 
 static void plan_state_done(plan_state *s) {
@@ -239,14 +241,7 @@ static void plan_state_done(plan_state *s) {
                 tune_cpuset_done(&s->nodes[i].taken);
         }
         free(s->nodes);
-        for (unsigned k = 0; k < s->n_claims; k++) {
-                free(s->claims[k].home);
-                free(s->claims[k].demand);
-                free(s->claims[k].grant);
-                free(s->claims[k].chosen);
-                free(s->claims[k].dist);
-                free(s->claims[k].room);
-        }
+        free(s->claim_arrays);
         free(s->claims);
 }
 
@@ -690,7 +685,10 @@ static int choose_cpus(plan_state *s) {
                         plan_claim *c = &s->claims[k];
                         const tune_plan *prev = c->req->previous;
 
-                        if (c->grant[i] == 0 || !prev)
+                        /* A shared pool (its whole cpuset) was not dealt to it: keeping
+                         * those CPUs first would take them from the claims they were dealt
+                         * to, and plan differently each time it is planned again. */
+                        if (c->grant[i] == 0 || !prev || prev->shared)
                                 continue;
                         TUNE_CPUSET_FOREACH(cpu, &prev->pool) {
                                 if (c->chosen[i] >= c->grant[i])
@@ -1111,19 +1109,28 @@ static int plan_state_init(plan_state *s, const tune_topology *t, const tune_pla
                 }
                 node->cap = tune_cpuset_count(&node->avail);
         }
+        /* Per claim: demand, grant, chosen, room (unsigned) and dist (int), then home (bool)
+         * after every claim's numbers: one allocation for a plan, not six per claim. */
+        size_t m = s->n_nodes ? s->n_nodes : 1;
+        if (n > 0 && m > SIZE_MAX / n / (5 * sizeof(unsigned) + sizeof(bool)))
+                return -ENOMEM;
+        s->claim_arrays = calloc(n ? n : 1, m * (5 * sizeof(unsigned) + sizeof(bool)));
+        if (!s->claim_arrays)
+                return -ENOMEM;
+        unsigned *numbers = s->claim_arrays;
+        bool *homes = (bool *) (numbers + (size_t) n * 5 * m);
         for (unsigned k = 0; k < n; k++) {
                 plan_claim *c = &s->claims[k];
+                unsigned *mine = numbers + (size_t) k * 5 * m;
                 c->req = &reqs[k];
                 c->out = &ret[k];
                 c->out->no_reasons = params && params->no_reasons;
-                c->home = calloc(s->n_nodes ? s->n_nodes : 1, sizeof(bool));
-                c->demand = calloc(s->n_nodes ? s->n_nodes : 1, sizeof(unsigned));
-                c->grant = calloc(s->n_nodes ? s->n_nodes : 1, sizeof(unsigned));
-                c->chosen = calloc(s->n_nodes ? s->n_nodes : 1, sizeof(unsigned));
-                c->dist = calloc(s->n_nodes ? s->n_nodes : 1, sizeof(int));
-                c->room = calloc(s->n_nodes ? s->n_nodes : 1, sizeof(unsigned));
-                if (!c->home || !c->demand || !c->grant || !c->chosen || !c->dist || !c->room)
-                        return -ENOMEM;
+                c->demand = mine;
+                c->grant = mine + m;
+                c->chosen = mine + 2 * m;
+                c->room = mine + 3 * m;
+                c->dist = (int *) (mine + 4 * m);
+                c->home = homes + (size_t) k * m;
         }
         return 0;
 }
