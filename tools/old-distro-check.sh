@@ -31,7 +31,7 @@ command -v debootstrap >/dev/null || die "debootstrap is not installed (tools/in
 # What the build and the suites run need, by Debian 11's names. Given to apt-get inside the
 # chroot, not to debootstrap's --include, which cannot resolve virtual packages (automake's).
 build_pkgs="meson ninja-build pkg-config gcc libc6-dev libsystemd-dev libnuma-dev libhwloc-dev libcpupower-dev libjson-c-dev libcmocka-dev"
-test_pkgs="python3 hwloc bzip2 xz-utils dbus systemd bash-completion procps binutils util-linux"
+test_pkgs="python3 python3-yaml hwloc bzip2 xz-utils dbus systemd bash-completion procps binutils util-linux"
 
 mounts=()
 cleanup() {
