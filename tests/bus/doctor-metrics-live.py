@@ -91,7 +91,14 @@ try:
     os.mkdir(state_dir, 0o700)
     os.mkdir(textfiles, 0o755)
     prom = os.path.join(textfiles, "npu-tuned.prom")
-    path = livetest.write_policy(policy_dir, livetest.placing_policy("doctor-metrics-live: threads-target by role"))
+    # A copy under a name of its own, matched by the rule: a threads-target another test left
+    # running (up to its 60 s timeout) must not be placed by this daemon and change its counts.
+    own_target = os.path.join(tmp, "npu-doctor-target")
+    shutil.copy(target_bin, own_target)
+    os.chmod(own_target, 0o755)
+    policy = livetest.placing_policy("doctor-metrics-live: its own threads-target by role")
+    policy["processes"][0]["match"]["exe"] = "*/npu-doctor-target"
+    path = livetest.write_policy(policy_dir, policy)
     daemon = buslib.start_daemon(bus, npu_tuned, policy_dir, state_dir, log_path, args=("--metrics-textfile", prom))
     expect(os.path.exists(prom) and "npu_tuned_build_info" in open(prom).read(), f"{prom} written at the start")
 
@@ -112,7 +119,7 @@ try:
             time.sleep(0.1)
     expect(True, f"prometheus-node-exporter on 127.0.0.1:{port}, textfile collector on {textfiles}")
 
-    target = subprocess.Popen([target_bin, "--control", "2", "--compute", "2", "--timeout", "60"], stdout=subprocess.PIPE)
+    target = subprocess.Popen([own_target, "--control", "2", "--compute", "2", "--timeout", "60"], stdout=subprocess.PIPE)
     if not target.stdout.readline().startswith(b"ready"):
         fail("threads-target did not start")
     livetest.wait_placed(target.pid, 5, control_cpu, compute_cpu)
