@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "log.h"
 #include "watcher-internal.h"
@@ -161,17 +162,26 @@ void watcher_resync(Watcher *w) {
         }
 }
 
-/* Resyncs after overruns come at most this often: a user who forks fast enough to
- * overflow the connector socket again and again must not make the daemon walk /proc
- * without end. Overruns in between are coalesced into one resync when the gap is over. */
+/* Resyncs after overruns come at most this often, counted from the end of the last one: a
+ * user who forks fast enough to overflow the connector socket again and again must not
+ * make the daemon walk /proc without end (a walk of thousands of processes takes a good
+ * part of a second, and its own events overflow the socket again). Overruns in between are
+ * coalesced into one resync when the gap is over: never dropped, as the events they lost
+ * may be the only word of a process that started after the last walk listed /proc. */
 #define RESYNC_MIN_GAP_USEC (1000 * 1000ULL)
 
-static int on_resync_timer(sd_event_source *s, uint64_t usec, void *userdata) {
-        Watcher *w = userdata;
+static void resync_now(Watcher *w) {
+        struct timespec ts;
 
         w->resync_pending = false;
-        w->last_resync_usec = watcher_now_usec(w);
         watcher_resync(w);
+        /* The clock now, not the loop's (sd_event_now() is when this iteration began). */
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        w->last_resync_usec = (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
+}
+
+static int on_resync_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        resync_now(userdata);
         return 0;
 }
 
@@ -186,8 +196,7 @@ void watcher_on_lost(Connector *c, void *userdata) {
                 return;
         }
         if (w->last_resync_usec == 0 || now >= w->last_resync_usec + RESYNC_MIN_GAP_USEC) {
-                w->last_resync_usec = now;
-                watcher_resync(w);
+                resync_now(w);
                 return;
         }
         w->stats.resyncs_coalesced++;
@@ -197,9 +206,7 @@ void watcher_on_lost(Connector *c, void *userdata) {
                                       10 * 1000, on_resync_timer, w);
                 if (r < 0) {
                         log_warning_errno(r, "Failed to arm the resync timer, resyncing now: %m");
-                        w->resync_pending = false;
-                        w->last_resync_usec = now;
-                        watcher_resync(w);
+                        resync_now(w);
                         return;
                 }
                 (void) sd_event_source_set_description(w->resync_timer, "watcher-resync");
