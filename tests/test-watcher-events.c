@@ -841,6 +841,27 @@ static void test_overruns_coalesced(void **state) {
         assert_int_equal(st.resyncs, 2);
 }
 
+/* A process that started after a resync, whose EXEC was lost in the next overrun (within
+ * the second: coalesced), is matched by the resync that follows: coalesced, never dropped. */
+static void test_overrun_after_resync_followed_up(void **state) {
+        world *t = *state;
+        watcher_stats st;
+
+        watcher_on_lost(NULL, t->w);
+        expect(t, "");
+        put_process(t, 200, 2000, "vllm", "/usr/bin/python3"); /* its EXEC lost */
+        watcher_on_lost(NULL, t->w);
+        expect(t, "");
+        watcher_get_stats(t->w, &st);
+        assert_int_equal(st.resyncs, 1);
+        for (int i = 0; i < 30 && st.resyncs < 2; i++) {
+                assert_true(sd_event_run(t->event, 100 * 1000) >= 0);
+                watcher_get_stats(t->w, &st);
+        }
+        assert_int_equal(st.resyncs, 2);
+        expect(t, "matched 200 vllm threads=1\n");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_exec_threads_exit, setup, teardown),
@@ -856,6 +877,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_fork_child_stat_deferred, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_matches_per_user, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_overruns_coalesced, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_overrun_after_resync_followed_up, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_refused_match_retried, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_table_full_vouched, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_nine_users_full_table, setup, teardown),
