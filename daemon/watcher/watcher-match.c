@@ -267,6 +267,81 @@ static void entry_queue_refused(Entry *e) {
         (void) sd_event_source_set_description(w->retry_source, "watcher-retry-refused");
 }
 
+/* Matches that gave up on a read (the slow reader's deadline: the process's memory map was
+ * held, by its owner or by an exec under a heavy load) and so matched nothing: evaluated
+ * again once the process's back-off is over, as no event may come again to say so (a
+ * process caught by a resync in the middle of its exec had its EXEC event already). Oldest
+ * first, bounded: a user who holds the maps of many processes makes the oldest forgotten,
+ * and each costs one more guarded read per back-off. */
+#define WATCHER_GAVE_UP_MAX 256u
+
+static int on_gave_up_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Watcher *w = userdata;
+        uint64_t now = watcher_now_usec(w);
+        unsigned n = 0;
+
+        /* Taken off the list first: an evaluation may queue again. */
+        while (n < w->n_gave_up && w->gave_up[n].due <= now)
+                n++;
+        typeof(*w->gave_up) *due = n > 0 ? malloc(n * sizeof *due) : NULL;
+        if (n > 0 && !due)
+                n = 0;
+        if (n > 0) {
+                memcpy(due, w->gave_up, n * sizeof *due);
+                memmove(w->gave_up, w->gave_up + n, (w->n_gave_up - n) * sizeof *w->gave_up);
+                w->n_gave_up -= n;
+        }
+        for (unsigned i = 0; i < n; i++) {
+                Entry *e = registry_get(w->registry, due[i].pid);
+                tune_proc_stat st;
+
+                if (tune_proc_read_stat(w->ctx, due[i].pid, &st) < 0 || st.start_time != due[i].start_time)
+                        continue; /* gone */
+                if (e && (e->matched || !entry_same_process(e, &st)))
+                        continue;
+                w->stats.retried++;
+                watcher_evaluate(w, e, &st, NULL, EVAL_SCAN);
+        }
+        free(due);
+        if (w->n_gave_up > 0) {
+                (void) sd_event_source_set_time(w->gave_up_timer, w->gave_up[0].due);
+                (void) sd_event_source_set_enabled(w->gave_up_timer, SD_EVENT_ONESHOT);
+        }
+        return 0;
+}
+
+void watcher_queue_gave_up(Watcher *w, pid_t pid, uint64_t start_time) {
+        uint64_t due = watcher_now_usec(w) + (uint64_t) w->params.gave_up_retry_ms * 1000;
+
+        for (unsigned i = 0; i < w->n_gave_up; i++)
+                if (w->gave_up[i].pid == pid && w->gave_up[i].start_time == start_time)
+                        return;
+        if (!w->gave_up) {
+                w->gave_up = calloc(WATCHER_GAVE_UP_MAX, sizeof *w->gave_up);
+                if (!w->gave_up)
+                        return;
+        }
+        if (w->n_gave_up == WATCHER_GAVE_UP_MAX) {
+                memmove(w->gave_up, w->gave_up + 1, (WATCHER_GAVE_UP_MAX - 1) * sizeof *w->gave_up);
+                w->n_gave_up--;
+        }
+        w->gave_up[w->n_gave_up].pid = pid;
+        w->gave_up[w->n_gave_up].start_time = start_time;
+        w->gave_up[w->n_gave_up].due = due;
+        w->n_gave_up++;
+        if (!w->event)
+                return;
+        if (!w->gave_up_timer) {
+                if (sd_event_add_time(w->event, &w->gave_up_timer, CLOCK_MONOTONIC, w->gave_up[0].due, 100 * 1000,
+                                      on_gave_up_timer, w) < 0)
+                        return;
+                (void) sd_event_source_set_description(w->gave_up_timer, "watcher-retry-gave-up");
+        } else if (w->n_gave_up == 1) {
+                (void) sd_event_source_set_time(w->gave_up_timer, due);
+                (void) sd_event_source_set_enabled(w->gave_up_timer, SD_EVENT_ONESHOT);
+        }
+}
+
 /* watcher_evaluate() with the facts of st->pid already (partly) loaded, as an exec's
  * first look left them; takes *facts over. */
 void watcher_evaluate_facts(Watcher *w, Entry *e, const tune_proc_stat *st, tune_proc_facts *facts, int *pidfd,
@@ -291,6 +366,8 @@ void watcher_evaluate_facts(Watcher *w, Entry *e, const tune_proc_stat *st, tune
         }
         rule = tune_policy_match(w->policy, &f, &retitle);
         action = watcher_match_decide(rule != NULL, retitle, e != NULL, e && e->matched);
+        if (!rule && f.gave_up && !(e && e->matched))
+                watcher_queue_gave_up(w, st->pid, st->start_time);
         if (action == WATCHER_MATCH_IGNORE) {
                 /* Unmatched and no reason to watch it: forgotten. */
                 tune_proc_facts_done(&f);
