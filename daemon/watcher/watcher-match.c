@@ -321,14 +321,9 @@ void watcher_queue_gave_up(Watcher *w, pid_t pid, uint64_t start_time) {
                 if (!w->gave_up)
                         return;
         }
-        if (w->n_gave_up == WATCHER_GAVE_UP_MAX) {
-                memmove(w->gave_up, w->gave_up + 1, (WATCHER_GAVE_UP_MAX - 1) * sizeof *w->gave_up);
-                w->n_gave_up--;
-        }
-        w->gave_up[w->n_gave_up].pid = pid;
-        w->gave_up[w->n_gave_up].start_time = start_time;
-        w->gave_up[w->n_gave_up].due = due;
-        w->n_gave_up++;
+        if (w->n_gave_up == WATCHER_GAVE_UP_MAX) /* full: the oldest goes */
+                memmove(w->gave_up, w->gave_up + 1, --w->n_gave_up * sizeof *w->gave_up);
+        w->gave_up[w->n_gave_up++] = (typeof(*w->gave_up)) { .pid = pid, .start_time = start_time, .due = due };
         if (!w->event)
                 return;
         if (!w->gave_up_timer) {
