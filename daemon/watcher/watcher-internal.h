@@ -139,9 +139,10 @@ struct Watcher {
         struct { pid_t pid; uint64_t start_time; } *comm_pending; /* renames folded (watcher-debounce.c) */
         unsigned n_comm_pending;
         sd_event_source *comm_timer;
-        struct { pid_t pid; uint64_t start_time; uint64_t due; } *gave_up; /* matches that gave up on a read,
-                                        * oldest first (watcher-match.c) */
+        struct { pid_t pid; uint64_t start_time; uint64_t due; unsigned attempt; } *gave_up; /* matches that
+                                        * gave up on a read, oldest first (watcher-match.c) */
         unsigned n_gave_up;
+        unsigned gave_up_attempt;       /* of the one being evaluated again; 0: none */
         sd_event_source *gave_up_timer;
         sd_event_source *resync_timer; /* a resync coalesced after overruns (watcher-reconcile.c) */
         uint64_t last_resync_usec;

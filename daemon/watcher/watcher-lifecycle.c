@@ -42,7 +42,7 @@ int watcher_new(sd_event *e, const tune_ctx *ctx, const tune_accels *accels, con
         if (w->params.max_managed == 0)
                 w->params.max_managed = 4096;
         if (w->params.gave_up_retry_ms == 0)
-                w->params.gave_up_retry_ms = (unsigned) (PROC_GUARD_BACKOFF_USEC / 1000) + 1000;
+                w->params.gave_up_retry_ms = (unsigned) (PROC_GUARD_FIRST_BACKOFF_USEC / 1000) + 100;
         if (ops)
                 w->ops = *ops;
         w->userdata = userdata;
