@@ -226,7 +226,8 @@ part_burst() {
         declare -A first_cpu last_cpu
         [ -z "${npu_b_bin:-}" ] || pinners+=(npu-tmpfs-b)
         mkdir -p "$bench_tmp/pp"
-        npu_options='{ "max_managed_processes": 8192 }'
+        # $burst_npu_options: other policy options for npu-tuned (e.g. its receive buffer).
+        npu_options=${burst_npu_options:-'{ "max_managed_processes": 8192 }'}
         npu_unattributed=$shared_cpus
         echo
         echo "a burst: PROCS processes of 8 threads started at once, every thread placed (policy options: $npu_options,"

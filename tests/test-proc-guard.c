@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* daemon/common/proc-guard.c: a read that blocks returns at its deadline, the process is
- * backed off, a user's written-off workers are bounded (-EBUSY at once), and a
+ * backed off (1 s, then 30 s after a second timeout), a user's written-off workers are bounded (-EBUSY at once), and a
  * written-off worker frees its job (and the guard, when freed before) once it returns.
  * Blocking work is a read of a pipe the test holds: no root, no FUSE. */
 #include <errno.h>
@@ -127,11 +127,24 @@ static void test_deadline_backoff_bound(void **state) {
         assert_int_equal(run(g, c, false, 7, &done), 7);
         assert_true(done);
 
+        /* a's first timeout backed it off for 1 s only (a busy host, an exec): read again
+         * after it. A second timeout backs it off for long. */
+        usleep(1100 * 1000);
+        assert_int_equal(run(g, a, false, 5, &done), 5);
+        assert_int_equal(run(g, a, true, 0, &done), -ETIMEDOUT);
+        usleep(1100 * 1000);
+        t0 = now_ms();
+        assert_int_equal(run(g, a, false, 1, &done), -ETIMEDOUT);
+        assert_false(done);
+        assert_true(now_ms() - t0 < 40);
+        assert_int_equal(write(gate[1], "x", 1), 1);
+        wait_freed(9);
+
         /* Freed while a worker is written off: that worker frees the guard when it returns. */
         assert_int_equal(run(g, c, true, 0, &done), -ETIMEDOUT);
         g = proc_guard_free(g);
         assert_int_equal(write(gate[1], "x", 1), 1);
-        wait_freed(7);
+        wait_freed(10);
         usleep(20 * 1000); /* the last worker destroys the guard after the job */
 
         kill(a, SIGKILL);

@@ -37,6 +37,7 @@ typedef struct world {
         char log[16384];
         size_t len;
         bool quiet; /* callbacks not written down (thousands of them) */
+        bool reads_give_up; /* the slow reader gives up (-ETIMEDOUT), as past its deadline */
 } world;
 
 /* ---- the fake /proc ---- */
@@ -199,6 +200,23 @@ static const char policy_roles_json[] =
         "  \"threads\": {\"control\": {\"main_thread\": true, \"names\": [\"acl*\"], \"cpus\": 1}, \"compute\": {\"cpus\": 1}}}"
         "]}";
 
+/* A rule that needs the command line, a read of the slow reader. */
+static const char policy_cmdline_json[] =
+        "{\"version\": 1, \"processes\": ["
+        " {\"name\": \"server\", \"match\": {\"cmdline\": \"^serve\", \"user\": 1000}}"
+        "]}";
+
+/* The daemon's slow reader (daemon/common/proc-guard.c) without its threads: reads, or
+ * gives up as past its deadline. */
+static int fake_slow_read(void *userdata, const tune_ctx *ctx, pid_t pid, const char *path, size_t max, char **ret,
+                          size_t *ret_len, bool *ret_truncated) {
+        world *t = userdata;
+
+        if (t->reads_give_up)
+                return -ETIMEDOUT;
+        return tune_read_prefix(ctx, path, max, ret, ret_len, ret_truncated);
+}
+
 static int setup_with(void **state, const char *json, bool all_thread_names) {
         world *t = calloc(1, sizeof *t);
         watcher_params params = {};
@@ -211,7 +229,9 @@ static int setup_with(void **state, const char *json, bool all_thread_names) {
         assert_int_equal(tune_ctx_new(t->root, &t->ctx), 0);
         t->policy = fake_policy_parse(json);
         watcher_params_from_policy(t->policy, &params);
+        params.gave_up_retry_ms = 100;
         params.all_thread_names = all_thread_names;
+        tune_ctx_set_slow_reader(t->ctx, fake_slow_read, t);
         assert_int_equal(watcher_new(t->event, t->ctx, NULL, t->policy, &params, &ops, t, &t->w), 0);
         *state = t;
         return 0;
@@ -220,6 +240,10 @@ static int setup_with(void **state, const char *json, bool all_thread_names) {
 /* The stories below follow thread names: every name is read. */
 static int setup(void **state) {
         return setup_with(state, policy_json, true);
+}
+
+static int setup_cmdline(void **state) {
+        return setup_with(state, policy_cmdline_json, false);
 }
 
 /* As the daemon runs it: names only where a rule's roles take threads by name. */
@@ -841,6 +865,55 @@ static void test_overruns_coalesced(void **state) {
         assert_int_equal(st.resyncs, 2);
 }
 
+/* A process that started after a resync, whose EXEC was lost in the next overrun (within
+ * the second: coalesced), is matched by the resync that follows: coalesced, never dropped. */
+static void test_overrun_after_resync_followed_up(void **state) {
+        world *t = *state;
+        watcher_stats st;
+
+        watcher_on_lost(NULL, t->w);
+        expect(t, "");
+        put_process(t, 200, 2000, "vllm", "/usr/bin/python3"); /* its EXEC lost */
+        watcher_on_lost(NULL, t->w);
+        expect(t, "");
+        watcher_get_stats(t->w, &st);
+        assert_int_equal(st.resyncs, 1);
+        for (int i = 0; i < 30 && st.resyncs < 2; i++) {
+                assert_true(sd_event_run(t->event, 100 * 1000) >= 0);
+                watcher_get_stats(t->w, &st);
+        }
+        assert_int_equal(st.resyncs, 2);
+        expect(t, "matched 200 vllm threads=1\n");
+}
+
+/* A match that gave up on the command line (its map held at its exec, or the host too
+ * busy: the slow reader's deadline) is tried again once its back-off is over: no event
+ * may come again (before: never managed; the burst row left a process so). Both at its
+ * EXEC and when a resync finds it. */
+static void test_gave_up_read_retried(void **state) {
+        world *t = *state;
+
+        put_process(t, 500, 5000, "serve", "/usr/bin/srv");
+        put_process(t, 501, 5010, "serve", "/usr/bin/srv");
+        t->reads_give_up = true;
+        exec_event(t, 500);
+        watcher_on_lost(NULL, t->w); /* the resync finds 501 */
+        expect(t, "");
+        t->reads_give_up = false;
+        for (int i = 0; i < 30 && !strstr(t->log, "501"); i++)
+                assert_true(sd_event_run(t->event, 100 * 1000) >= 0);
+        expect(t, "matched 500 server threads=1\nmatched 501 server threads=1\n");
+        /* Gone before its time: nothing. */
+        put_process(t, 502, 5020, "serve", "/usr/bin/srv");
+        t->reads_give_up = true;
+        exec_event(t, 502);
+        t->reads_give_up = false;
+        drop(t, 502, 0);
+        for (int i = 0; i < 3; i++)
+                assert_true(sd_event_run(t->event, 100 * 1000) >= 0);
+        expect(t, "");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_exec_threads_exit, setup, teardown),
@@ -856,6 +929,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_fork_child_stat_deferred, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_matches_per_user, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_overruns_coalesced, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_overrun_after_resync_followed_up, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_gave_up_read_retried, setup_cmdline, teardown),
                 cmocka_unit_test_setup_teardown(test_refused_match_retried, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_table_full_vouched, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_nine_users_full_table, setup, teardown),

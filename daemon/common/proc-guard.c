@@ -31,6 +31,7 @@ typedef struct Unreadable {
         pid_t pid;
         uint64_t start_time;
         uint64_t until; /* CLOCK_MONOTONIC µs */
+        unsigned strikes; /* its timeouts: the first backs off briefly (kept after until) */
 } Unreadable;
 
 typedef struct StuckUid {
@@ -198,7 +199,8 @@ int proc_guard_new(const tune_ctx *ctx, ProcGuard **ret) {
         pthread_cond_init(&g->done, &ca);
         pthread_condattr_destroy(&ca);
         g->queue_tail = &g->queue;
-        g->note = "counted as unreadable (a rule that needs it does not match), not read again for 30 s";
+        g->note = "counted as unreadable (a rule that needs it does not match), not read again for 1 s, "
+                  "then 30 s after another timeout";
         *ret = g;
         return 0;
 }
@@ -256,10 +258,12 @@ static bool backed_off(ProcGuard *g, pid_t pid) {
         if (!u)
                 return false;
         /* stat takes no mmap_lock: it stays fast when the process holds its map. */
-        if (now_usec() < u->until && tune_proc_read_stat(g->ctx, pid, &st) >= 0 && st.start_time == u->start_time)
-                return true;
-        *u = g->unreadable[--g->n_unreadable];
-        return false;
+        if (tune_proc_read_stat(g->ctx, pid, &st) < 0 || st.start_time != u->start_time) {
+                *u = g->unreadable[--g->n_unreadable];
+                return false;
+        }
+        /* Its time over, it is kept: a second timeout backs off for long. */
+        return now_usec() < u->until;
 }
 
 static void back_off(ProcGuard *g, pid_t pid, unsigned timeout_ms, const char *what, const char *note) {
@@ -279,8 +283,15 @@ static void back_off(ProcGuard *g, pid_t pid, unsigned timeout_ms, const char *w
                                         u = &g->unreadable[i];
                 }
         }
-        *u = (Unreadable) { .pid = pid, .start_time = st.start_time, .until = now_usec() + PROC_GUARD_BACKOFF_USEC };
-        /* Once per process: then it is backed off, and tried again after. */
+        unsigned strikes = u->pid == pid && u->start_time == st.start_time ? u->strikes + 1 : 1;
+        /* A first timeout may be a busy host (a burst of process starts) or a process in the
+         * middle of its exec or of mapping its threads' stacks: tried again soon. A second
+         * is a held map: for long. */
+        *u = (Unreadable) { .pid = pid, .start_time = st.start_time, .strikes = strikes,
+                            .until = now_usec() + (strikes == 1 ? PROC_GUARD_FIRST_BACKOFF_USEC : PROC_GUARD_BACKOFF_USEC) };
+        if (strikes > 2)
+                return;
+        /* Twice per process at most: then it is backed off, and tried again after. */
         log_warning("pid %d: %s took over %u ms (its memory map is held, maybe by a FUSE mount it serves): %s.",
                     pid, what, timeout_ms, note ?: g->note);
 }

@@ -17,7 +17,8 @@
  * PROC_GUARD_STUCK_PER_UID of them written off on one user's processes; past either a
  * read fails at once with -EBUSY, so no user can make the daemon start threads without
  * end, nor take every worker from the others. A process whose read timed out is not read
- * again for PROC_GUARD_BACKOFF_USEC (-ETIMEDOUT at once), and is logged once. */
+ * again for PROC_GUARD_FIRST_BACKOFF_USEC, after a second timeout for
+ * PROC_GUARD_BACKOFF_USEC (-ETIMEDOUT at once), and is logged at most twice. */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -33,7 +34,9 @@
 #define PROC_GUARD_READ_TIMEOUT_MS 100u
 /* One step of a memory migration: a batch of move_pages(2) copies up to 4 MiB. */
 #define PROC_GUARD_MEMMOVE_TIMEOUT_MS 1000u
-/* The default note of proc_guard_set_note() says 30 s. */
+/* A process's first timeout backs it off this long, the next ones PROC_GUARD_BACKOFF_USEC
+ * (the default note of proc_guard_set_note() says both). */
+#define PROC_GUARD_FIRST_BACKOFF_USEC (1000u * 1000ULL)
 #define PROC_GUARD_BACKOFF_USEC (30u * 1000000ULL)
 /* Processes remembered as unreadable; the oldest is forgotten first. */
 #define PROC_GUARD_UNREADABLE_MAX 64u

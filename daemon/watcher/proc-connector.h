@@ -16,7 +16,9 @@ typedef struct connector_callbacks {
         /* One event (FORK, EXEC, COMM, EXIT, ...). ev is only valid during the call. */
         void (*event)(Connector *c, const struct proc_event *ev, void *userdata);
         /* The socket overflowed (ENOBUFS): events were lost and what was still queued has
-         * been dropped. The consumer must resync from /proc. */
+         * been dropped, the queue read empty so that events flow again. The consumer must
+         * resync from /proc. Also called, with no overrun counted, when the drain had to
+         * stop before the queue was empty and a later read emptied it. */
         void (*lost)(Connector *c, void *userdata);
 } connector_callbacks;
 
@@ -31,6 +33,7 @@ typedef struct connector_stats {
         uint64_t datagrams;
         uint64_t overruns;    /* ENOBUFS seen */
         uint64_t dropped;     /* queued events dropped after an overrun */
+        uint64_t silent_losses; /* drains that stopped at their bound: lost() called again later */
         uint64_t malformed;   /* messages refused (not from the kernel, truncated, ...) */
         bool filter;          /* the kernel applies our event filter (6.6+) */
         int rcvbuf;           /* effective SO_RCVBUF */

@@ -36,6 +36,10 @@ static void handle_exec(Watcher *w, pid_t pid) {
         tune_proc_facts_init(&f, w->ctx, pid, NULL);
         matched = tune_policy_match(w->policy, &f, &retitle) != NULL;
         if (!e && !matched && !retitle) {
+                /* A read it gave up on (its map held, or the host too busy): no later
+                 * event may come to look again. */
+                if (f.gave_up && tune_proc_read_stat(w->ctx, pid, &st) >= 0)
+                        watcher_queue_gave_up(w, pid, st.start_time);
                 tune_proc_facts_done(&f);
                 return;
         }

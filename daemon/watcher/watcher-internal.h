@@ -139,6 +139,11 @@ struct Watcher {
         struct { pid_t pid; uint64_t start_time; } *comm_pending; /* renames folded (watcher-debounce.c) */
         unsigned n_comm_pending;
         sd_event_source *comm_timer;
+        struct { pid_t pid; uint64_t start_time; uint64_t due; unsigned attempt; } *gave_up; /* matches that
+                                        * gave up on a read, oldest first (watcher-match.c) */
+        unsigned n_gave_up;
+        unsigned gave_up_attempt;       /* of the one being evaluated again; 0: none */
+        sd_event_source *gave_up_timer;
         sd_event_source *resync_timer; /* a resync coalesced after overruns (watcher-reconcile.c) */
         uint64_t last_resync_usec;
         bool resync_pending;
@@ -245,6 +250,9 @@ void watcher_remembered_done(Watcher *w);
 void watcher_timer_schedule(Watcher *w, uint64_t due);
 void entry_device_check_schedule(Entry *e, uint64_t now);
 void watcher_evaluate(Watcher *w, Entry *e, const tune_proc_stat *st, const char *comm, eval_why why);
+/* A match of pid that gave up on a read (tune_proc_facts.gave_up) and matched nothing: it is
+ * evaluated again once its back-off is over (params.gave_up_retry_ms). */
+void watcher_queue_gave_up(Watcher *w, pid_t pid, uint64_t start_time);
 /* pidfd: one opened for st->pid before st was read (handle_exec()), taken if the process
  * is managed (*pidfd then -1), or NULL. */
 void watcher_evaluate_facts(Watcher *w, Entry *e, const tune_proc_stat *st, tune_proc_facts *facts, int *pidfd,

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "proc-guard.h"
 #include "watcher-internal.h"
 
 void watcher_params_from_policy(const tune_policy *p, watcher_params *ret) {
@@ -40,6 +41,8 @@ int watcher_new(sd_event *e, const tune_ctx *ctx, const tune_accels *accels, con
                 w->params.device_retry_ms = 500;
         if (w->params.max_managed == 0)
                 w->params.max_managed = 4096;
+        if (w->params.gave_up_retry_ms == 0)
+                w->params.gave_up_retry_ms = (unsigned) (PROC_GUARD_FIRST_BACKOFF_USEC / 1000) + 100;
         if (ops)
                 w->ops = *ops;
         w->userdata = userdata;
@@ -219,6 +222,8 @@ Watcher *watcher_free(Watcher *w) {
         watcher_remembered_done(w);
         free(w->refused);
         sd_event_source_disable_unref(w->retry_source);
+        free(w->gave_up);
+        sd_event_source_disable_unref(w->gave_up_timer);
         free(w->comm_pending);
         sd_event_source_disable_unref(w->comm_timer);
         free(w->uid_counts);
@@ -303,6 +308,10 @@ const char *watcher_unmanaged_reason(Watcher *w, pid_t pid) {
         for (unsigned i = 0; i < w->n_refused; i++)
                 if (w->refused[i].pid == pid)
                         return "refused: max_managed_processes processes are managed; taken when one goes";
+        for (unsigned i = 0; i < w->n_gave_up; i++)
+                if (w->gave_up[i].pid == pid)
+                        return "a read of it gave up (its memory map held, or the host too busy): looked at again "
+                               "once its back-off is over";
         return "not managed yet: the watcher has not looked at it as it is now (a rescan, a rename or an exec will), "
                "or its user is over its share of max_managed_processes";
 }

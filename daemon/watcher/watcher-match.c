@@ -267,6 +267,88 @@ static void entry_queue_refused(Entry *e) {
         (void) sd_event_source_set_description(w->retry_source, "watcher-retry-refused");
 }
 
+/* Matches that gave up on a read (the slow reader's deadline: the process's memory map was
+ * held, by its owner or by an exec under a heavy load) and so matched nothing: evaluated
+ * again once the process's back-off is over, as no event may come again to say so (a
+ * process caught by a resync in the middle of its exec had its EXEC event already). Oldest
+ * first, bounded: a user who holds the maps of many processes makes the oldest forgotten,
+ * and each costs one more guarded read per back-off. */
+#define WATCHER_GAVE_UP_MAX 256u
+
+/* The timer at the earliest due time of the queue (their times differ: the waits double). */
+static void gave_up_timer_arm(Watcher *w) {
+        uint64_t first = UINT64_MAX;
+
+        for (unsigned i = 0; i < w->n_gave_up; i++)
+                if (w->gave_up[i].due < first)
+                        first = w->gave_up[i].due;
+        if (first == UINT64_MAX || !w->gave_up_timer)
+                return;
+        (void) sd_event_source_set_time(w->gave_up_timer, first);
+        (void) sd_event_source_set_enabled(w->gave_up_timer, SD_EVENT_ONESHOT);
+}
+
+static int on_gave_up_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Watcher *w = userdata;
+        uint64_t now = watcher_now_usec(w);
+        unsigned n = 0, kept = 0;
+
+        /* Taken off the list first: an evaluation may queue again. */
+        typeof(*w->gave_up) *due = malloc(WATCHER_GAVE_UP_MAX * sizeof *due);
+        for (unsigned i = 0; i < w->n_gave_up; i++)
+                if (due && w->gave_up[i].due <= now)
+                        due[n++] = w->gave_up[i];
+                else
+                        w->gave_up[kept++] = w->gave_up[i];
+        w->n_gave_up = kept;
+        for (unsigned i = 0; i < n; i++) {
+                Entry *e = registry_get(w->registry, due[i].pid);
+                tune_proc_stat st;
+
+                if (tune_proc_read_stat(w->ctx, due[i].pid, &st) < 0 || st.start_time != due[i].start_time)
+                        continue; /* gone */
+                if (e && (e->matched || !entry_same_process(e, &st)))
+                        continue;
+                w->stats.retried++;
+                w->gave_up_attempt = due[i].attempt;
+                watcher_evaluate(w, e, &st, NULL, EVAL_SCAN);
+                w->gave_up_attempt = 0;
+        }
+        free(due);
+        gave_up_timer_arm(w);
+        return 0;
+}
+
+void watcher_queue_gave_up(Watcher *w, pid_t pid, uint64_t start_time) {
+        /* Each time it gives up again, twice as long (the slow reader backs a process off
+         * for 1 s, then 30 s), up to 32 times the first wait. */
+        unsigned attempt = w->gave_up_attempt + 1;
+        uint64_t due = watcher_now_usec(w) +
+                       ((uint64_t) w->params.gave_up_retry_ms * 1000 << (attempt < 6 ? attempt - 1 : 5));
+
+        for (unsigned i = 0; i < w->n_gave_up; i++)
+                if (w->gave_up[i].pid == pid && w->gave_up[i].start_time == start_time)
+                        return;
+        if (!w->gave_up) {
+                w->gave_up = calloc(WATCHER_GAVE_UP_MAX, sizeof *w->gave_up);
+                if (!w->gave_up)
+                        return;
+        }
+        if (w->n_gave_up == WATCHER_GAVE_UP_MAX) /* full: the oldest goes */
+                memmove(w->gave_up, w->gave_up + 1, --w->n_gave_up * sizeof *w->gave_up);
+        w->gave_up[w->n_gave_up++] = (typeof(*w->gave_up)) { .pid = pid, .start_time = start_time, .due = due,
+                                                             .attempt = attempt };
+        if (!w->event)
+                return;
+        if (!w->gave_up_timer) {
+                if (sd_event_add_time(w->event, &w->gave_up_timer, CLOCK_MONOTONIC, due, 100 * 1000, on_gave_up_timer,
+                                      w) < 0)
+                        return;
+                (void) sd_event_source_set_description(w->gave_up_timer, "watcher-retry-gave-up");
+        }
+        gave_up_timer_arm(w);
+}
+
 /* watcher_evaluate() with the facts of st->pid already (partly) loaded, as an exec's
  * first look left them; takes *facts over. */
 void watcher_evaluate_facts(Watcher *w, Entry *e, const tune_proc_stat *st, tune_proc_facts *facts, int *pidfd,
@@ -291,6 +373,8 @@ void watcher_evaluate_facts(Watcher *w, Entry *e, const tune_proc_stat *st, tune
         }
         rule = tune_policy_match(w->policy, &f, &retitle);
         action = watcher_match_decide(rule != NULL, retitle, e != NULL, e && e->matched);
+        if (!rule && f.gave_up && !(e && e->matched))
+                watcher_queue_gave_up(w, st->pid, st->start_time);
         if (action == WATCHER_MATCH_IGNORE) {
                 /* Unmatched and no reason to watch it: forgotten. */
                 tune_proc_facts_done(&f);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "log.h"
 #include "watcher-internal.h"
@@ -15,8 +16,13 @@ static uint64_t entry_due(const Entry *e) {
         return e->next_reconcile_usec;
 }
 
-/* Full check of one managed process. Returns false if it was released. */
-static bool entry_reconcile(Entry *e, uint64_t now) {
+/* Full check of one managed process. tick: the periodic reconcile (or a rescan asked for),
+ * which also lets the consumer check what it did (on_process_reconciled: a placement's
+ * drift, its cgroup's cpuset) and sets the next one; a resync after lost events asks only
+ * what events could have said (exit, threads, renames): the consumer's check reads every
+ * thread's affinity, and a burst that overruns the socket has thousands of threads.
+ * Returns false if it was released. */
+static bool entry_reconcile(Entry *e, uint64_t now, bool tick) {
         Watcher *w = e->w;
         char comm[TUNE_COMM_MAX];
         int r;
@@ -41,6 +47,8 @@ static bool entry_reconcile(Entry *e, uint64_t now) {
                 entry_device_check(e);
                 entry_device_check_schedule(e, now);
         }
+        if (!tick)
+                return true;
         e->next_reconcile_usec = now + (uint64_t) w->params.reconcile_interval_ms * 1000;
         if (w->ops.on_process_reconciled)
                 w->ops.on_process_reconciled(w, &e->p, w->userdata);
@@ -63,7 +71,7 @@ static int watcher_on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                 if (!e || !e->matched)
                         continue;
                 if (e->next_reconcile_usec <= now + slack) {
-                        if (!entry_reconcile(e, now))
+                        if (!entry_reconcile(e, now, true))
                                 continue;
                 } else if (e->next_device_usec && e->next_device_usec <= now + 100 * 1000) {
                         if (!entry_alive(e)) {
@@ -98,7 +106,9 @@ int watcher_reconcile_timer_new(Watcher *w) {
         return 0;
 }
 
-void watcher_resync(Watcher *w) {
+/* One walk of /proc: entries whose process is gone released, managed ones reconciled
+ * (tick: as entry_reconcile() says), every other process evaluated. */
+static void resync(Watcher *w, bool tick) {
         _cleanup_free_ pid_t *pids = NULL, *known = NULL;
         size_t n = 0, n_known = 0;
         uint64_t now = watcher_now_usec(w);
@@ -136,7 +146,7 @@ void watcher_resync(Watcher *w) {
                         e = NULL;
                 }
                 if (e && e->matched) {
-                        (void) entry_reconcile(e, now);
+                        (void) entry_reconcile(e, now, tick);
                         continue;
                 }
                 if (e) {
@@ -161,17 +171,30 @@ void watcher_resync(Watcher *w) {
         }
 }
 
-/* Resyncs after overruns come at most this often: a user who forks fast enough to
- * overflow the connector socket again and again must not make the daemon walk /proc
- * without end. Overruns in between are coalesced into one resync when the gap is over. */
+void watcher_resync(Watcher *w) {
+        resync(w, true);
+}
+
+/* Resyncs after overruns come at most this often, counted from the end of the last one: a
+ * user who forks fast enough to overflow the connector socket again and again must not
+ * make the daemon walk /proc without end (a walk of thousands of processes takes a good
+ * part of a second, and its own events overflow the socket again). Overruns in between are
+ * coalesced into one resync when the gap is over: never dropped, as the events they lost
+ * may be the only word of a process that started after the last walk listed /proc. */
 #define RESYNC_MIN_GAP_USEC (1000 * 1000ULL)
 
-static int on_resync_timer(sd_event_source *s, uint64_t usec, void *userdata) {
-        Watcher *w = userdata;
+static void resync_now(Watcher *w) {
+        struct timespec ts;
 
         w->resync_pending = false;
-        w->last_resync_usec = watcher_now_usec(w);
-        watcher_resync(w);
+        resync(w, false);
+        /* The clock now, not the loop's (sd_event_now() is when this iteration began). */
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        w->last_resync_usec = (uint64_t) ts.tv_sec * 1000000ULL + (uint64_t) ts.tv_nsec / 1000;
+}
+
+static int on_resync_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        resync_now(userdata);
         return 0;
 }
 
@@ -186,8 +209,7 @@ void watcher_on_lost(Connector *c, void *userdata) {
                 return;
         }
         if (w->last_resync_usec == 0 || now >= w->last_resync_usec + RESYNC_MIN_GAP_USEC) {
-                w->last_resync_usec = now;
-                watcher_resync(w);
+                resync_now(w);
                 return;
         }
         w->stats.resyncs_coalesced++;
@@ -197,9 +219,7 @@ void watcher_on_lost(Connector *c, void *userdata) {
                                       10 * 1000, on_resync_timer, w);
                 if (r < 0) {
                         log_warning_errno(r, "Failed to arm the resync timer, resyncing now: %m");
-                        w->resync_pending = false;
-                        w->last_resync_usec = now;
-                        watcher_resync(w);
+                        resync_now(w);
                         return;
                 }
                 (void) sd_event_source_set_description(w->resync_timer, "watcher-resync");

@@ -67,6 +67,9 @@ typedef struct watcher_params {
         unsigned reconcile_interval_ms; /* 0: 10000 */
         unsigned device_retry_ms;       /* first re-check of open device files; 0: 500, doubling up to the reconcile interval */
         unsigned max_managed;           /* matched processes at most; 0: 4096 */
+        unsigned gave_up_retry_ms;      /* a process whose match gave up on a read is evaluated again
+                                         * this much later, doubling each time it gives up again;
+                                         * 0: the slow reader's first back-off and 100 ms */
         bool all_thread_names;          /* read every managed thread's name (the probe), not only
                                          * where the rule's roles take threads by name */
 } watcher_params;

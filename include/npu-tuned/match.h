@@ -31,6 +31,8 @@ struct tune_proc_facts {
         pid_t pid;
         unsigned loaded; /* TUNE_FACT_* present below */
         unsigned failed; /* TUNE_FACT_* that could not be read: criteria on them fail */
+        unsigned gave_up; /* of failed, those whose read gave up (-ETIMEDOUT, -EBUSY: a slow
+                           * reader's deadline, tune_ctx_set_slow_reader()): worth a later try */
         char comm[TUNE_COMM_MAX];
         char *exe;
         char *cmdline;   /* NULs as spaces */

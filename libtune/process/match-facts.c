@@ -48,6 +48,8 @@ int tune_proc_facts_load_from_proc(tune_proc_facts *f, tune_fact fact, void *use
         }
         if (r < 0) {
                 f->failed |= fact;
+                if (r == -ETIMEDOUT || r == -EBUSY)
+                        f->gave_up |= fact;
                 return r;
         }
         f->loaded |= fact;

@@ -17,7 +17,7 @@ void tune_proc_facts_done(tune_proc_facts *f) {
         free(f->cgroup);
         free(f->status);
         f->exe = f->cmdline = f->cgroup = f->status = NULL;
-        f->loaded = f->failed = 0;
+        f->loaded = f->failed = f->gave_up = 0;
 }
 
 void tune_proc_facts_forget_volatile(tune_proc_facts *f) {
@@ -25,6 +25,7 @@ void tune_proc_facts_forget_volatile(tune_proc_facts *f) {
         f->cmdline = NULL;
         f->loaded &= ~(unsigned) (TUNE_FACT_COMM | TUNE_FACT_CMDLINE);
         f->failed &= ~(unsigned) (TUNE_FACT_COMM | TUNE_FACT_CMDLINE);
+        f->gave_up &= ~(unsigned) (TUNE_FACT_COMM | TUNE_FACT_CMDLINE);
 }
 
 bool tune_proc_facts_get(tune_proc_facts *f, tune_fact fact) {
