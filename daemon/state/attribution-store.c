@@ -218,7 +218,9 @@ int attribution_saved_name_pid(const char *name, pid_t *ret) {
 }
 
 static void file_name(pid_t pid, char buf[static 64]) {
-        snprintf(buf, 64, ATTRIBUTION_FILE_PREFIX "%d", (int) pid);
+        char d[TUNE_DECIMAL_MAX + 1];
+
+        tune_concat(buf, 64, ATTRIBUTION_FILE_PREFIX, tune_format_signed(d, pid), NULL);
 }
 
 int attribution_store_save_at(int dfd, const attribution_saved *s, const tune_attribution *a) {

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* Text built by appending (see include/npu-tuned/text.h). */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,11 +37,27 @@ void tune_text_put_u64(tune_text *t, uint64_t v) {
 }
 
 void tune_text_put_i64(tune_text *t, int64_t v) {
-        if (v < 0) {
-                tune_text_put(t, "-", 1);
-                tune_text_put_u64(t, (uint64_t) -(v + 1) + 1);
-        } else
-                tune_text_put_u64(t, (uint64_t) v);
+        char d[TUNE_DECIMAL_MAX + 1];
+
+        tune_text_put_str(t, tune_format_signed(d, v));
+}
+
+char *tune_concat(char *buf, size_t size, ...) {
+        size_t o = 0;
+        const char *s;
+        va_list ap;
+
+        if (size == 0)
+                return buf;
+        va_start(ap, size);
+        while ((s = va_arg(ap, const char *)) && o < size - 1) {
+                size_t n = strnlen(s, size - 1 - o);
+                memcpy(buf + o, s, n);
+                o += n;
+        }
+        va_end(ap);
+        buf[o] = 0;
+        return buf;
 }
 
 int tune_text_take(tune_text *t, char **ret) {

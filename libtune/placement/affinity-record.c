@@ -280,7 +280,9 @@ int tune_affinity_record_name_pid(const char *name, pid_t *ret) {
 }
 
 static void record_name(pid_t pid, char buf[static 64]) {
-        snprintf(buf, 64, TUNE_AFFINITY_RECORD_PREFIX "%d" TUNE_AFFINITY_RECORD_SUFFIX, (int) pid);
+        char d[TUNE_DECIMAL_MAX + 1];
+
+        tune_concat(buf, 64, TUNE_AFFINITY_RECORD_PREFIX, tune_format_signed(d, pid), TUNE_AFFINITY_RECORD_SUFFIX, NULL);
 }
 
 int tune_affinity_record_save(const char *state_dir, const tune_affinity_record *rec) {

@@ -10,6 +10,7 @@
 #include "npu-tuned/attribution.h"
 #include "npu-tuned/engine-binding.h"
 #include "npu-tuned/macro.h"
+#include "npu-tuned/text.h"
 
 static const char *const env_state_names[_TUNE_ENV_STATE_MAX] = {
         [TUNE_ENV_NOT_READ] = "not-read",
@@ -183,9 +184,9 @@ void tune_attribution_describe_source(const tune_attribution *a, const tune_env_
         if (size == 0)
                 return;
         if (tune_attribution_restored(a, env))
-                snprintf(buf, size, "attributed before the restart (from %s)", source);
+                tune_concat(buf, size, "attributed before the restart (from ", source, ")", NULL);
         else
-                snprintf(buf, size, "from %s", source);
+                tune_concat(buf, size, "from ", source, NULL);
 }
 
 bool tune_attribution_restored(const tune_attribution *a, const tune_env_capture *env) {
