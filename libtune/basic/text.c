@@ -12,8 +12,11 @@ void tune_text_put(tune_text *t, const char *s, size_t n) {
         if (t->oom)
                 return;
         if (t->len + n + 1 > t->cap) {
-                size_t cap = (t->len + n + 1) * 2;
+                /* A record or an attribution file is a few hundred bytes: one
+                 * allocation for most, not one per doubling from a few bytes. */
+                size_t cap = (t->len + n + 1) * 2 < 512 ? 512 : (t->len + n + 1) * 2;
                 char *nb = realloc(t->buf, cap);
+
                 if (!nb) {
                         t->oom = true;
                         return;

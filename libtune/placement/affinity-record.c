@@ -55,16 +55,23 @@ int tune_affinity_originals_copy(tune_affinity_originals *dst, const tune_affini
  * the layout json-c writes with JSON_C_TO_STRING_PLAIN, and parsed back with json-c. */
 
 /* A JSON string; anything but letters, digits and '-' (a boot id has no other) escaped. */
+static bool plain_json(unsigned char c) {
+        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-';
+}
+
 static void put_quoted(tune_text *t, const char *s) {
         tune_text_put(t, "\"", 1);
-        for (; *s; s++) {
-                unsigned char c = (unsigned char) *s;
-                if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-')
-                        tune_text_put(t, s, 1);
-                else {
+        while (*s) {
+                size_t n = 0;
+                while (s[n] && plain_json((unsigned char) s[n]))
+                        n++;
+                tune_text_put(t, s, n); /* a run of plain bytes in one copy */
+                s += n;
+                if (*s) {
                         char esc[8];
-                        snprintf(esc, sizeof esc, "\\u%04x", c);
+                        snprintf(esc, sizeof esc, "\\u%04x", (unsigned char) *s);
                         tune_text_put(t, esc, 6);
+                        s++;
                 }
         }
         tune_text_put(t, "\"", 1);
