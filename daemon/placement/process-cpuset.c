@@ -121,6 +121,9 @@ int process_cpuset_watch_mounts(sd_event *e, const tune_ctx *ctx) {
                 return r;
         }
         (void) sd_event_source_set_description(mounts_source, "cgroup-mounts");
+        /* Read them now, not on the first matched process's way to its pin (a failure
+         * here is tried again at that read). */
+        (void) read_mounts(ctx);
         return 0;
 }
 
