@@ -10,6 +10,8 @@
 #include <systemd/sd-journal.h>
 
 #include "log.h"
+#include "npu-tuned/macro.h"
+#include "npu-tuned/text.h"
 
 static int max_level = LOG_INFO;
 
@@ -81,7 +83,10 @@ int log_internal(int level, int error, const char *file, int line, const char *f
 
 int log_struct_internal(int level, const char *message_id, const char *const *fields, const char *file, int line,
                         const char *fmt, ...) {
-        char buf[2048], message[2100], priority[16], id[64], code_file[256], code_line[32];
+        /* The text is formatted once, after its field name; the other fields are put
+         * together without printf (two entries per placed process). */
+        char message[sizeof "MESSAGE=" - 1 + 2048] = "MESSAGE=", *buf = message + sizeof "MESSAGE=" - 1;
+        char priority[16], id[64], code_file[256], code_line[32], d[TUNE_DECIMAL_MAX + 1];
         struct iovec iov[MAX_FIELDS + 7];
         unsigned n = 0;
         va_list ap;
@@ -89,18 +94,17 @@ int log_struct_internal(int level, const char *message_id, const char *const *fi
         if (level > max_level)
                 return 0;
         va_start(ap, fmt);
-        vsnprintf(buf, sizeof buf, fmt, ap);
+        vsnprintf(buf, 2048, fmt, ap);
         va_end(ap);
         if (!stderr_is_journal()) {
                 log_write(level, file, line, buf);
                 return 0;
         }
 #define IOV(s) (iov[n++] = (struct iovec){ .iov_base = (char *) (s), .iov_len = strlen(s) })
-        snprintf(message, sizeof message, "MESSAGE=%s", buf);
-        snprintf(priority, sizeof priority, "PRIORITY=%d", level);
-        snprintf(id, sizeof id, "MESSAGE_ID=%s", message_id);
-        snprintf(code_file, sizeof code_file, "CODE_FILE=%s", file);
-        snprintf(code_line, sizeof code_line, "CODE_LINE=%d", line);
+        tune_concat(priority, sizeof priority, "PRIORITY=", tune_format_signed(d, level), NULL);
+        tune_concat(id, sizeof id, "MESSAGE_ID=", message_id, NULL);
+        tune_concat(code_file, sizeof code_file, "CODE_FILE=", file, NULL);
+        tune_concat(code_line, sizeof code_line, "CODE_LINE=", tune_format_signed(d, line), NULL);
         IOV(message);
         IOV(priority);
         IOV(id);
