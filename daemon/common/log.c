@@ -52,13 +52,22 @@ static bool stderr_is_journal(void) {
         return journal;
 }
 
+/* One line, one write, put together without printf (its machinery costs more than a line
+ * of a placed process's own work). */
 static void log_write(int level, const char *file, int line, const char *buf) {
+        char out[2048 + 512], d[TUNE_DECIMAL_MAX + 1];
+        size_t n;
+
         if (stderr_is_journal())
-                fprintf(stderr, "<%d>%s\n", level, buf);
+                tune_concat(out, sizeof out, "<", tune_format_signed(d, level), ">", buf, "\n", NULL);
         else if (max_level >= LOG_DEBUG)
-                fprintf(stderr, "npu-tuned: %s (%s:%d)\n", buf, file, line);
+                tune_concat(out, sizeof out, "npu-tuned: ", buf, " (", file, ":", tune_format_signed(d, line), ")\n", NULL);
         else
-                fprintf(stderr, "npu-tuned: %s\n", buf);
+                tune_concat(out, sizeof out, "npu-tuned: ", buf, "\n", NULL);
+        n = strlen(out);
+        if (out[n - 1] != '\n') /* cut: still a line */
+                out[n - 1] = '\n';
+        fwrite(out, 1, n, stderr);
 }
 
 int log_internal(int level, int error, const char *file, int line, const char *fmt, ...) {
