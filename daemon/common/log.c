@@ -90,21 +90,13 @@ int log_internal(int level, int error, const char *file, int line, const char *f
 
 #define MAX_FIELDS 12
 
-int log_struct_internal(int level, const char *message_id, const char *const *fields, const char *file, int line,
-                        const char *fmt, ...) {
-        /* The text is formatted once, after its field name; the other fields are put
-         * together without printf (two entries per placed process). */
-        char message[sizeof "MESSAGE=" - 1 + 2048] = "MESSAGE=", *buf = message + sizeof "MESSAGE=" - 1;
+static int log_struct_message(int level, const char *message_id, const char *const *fields, const char *file, int line,
+                              const char *message) {
+        const char *buf = message + sizeof "MESSAGE=" - 1;
         char priority[16], id[64], code_file[256], code_line[32], d[TUNE_DECIMAL_MAX + 1];
         struct iovec iov[MAX_FIELDS + 7];
         unsigned n = 0;
-        va_list ap;
 
-        if (level > max_level)
-                return 0;
-        va_start(ap, fmt);
-        vsnprintf(buf, 2048, fmt, ap);
-        va_end(ap);
         if (!stderr_is_journal()) {
                 log_write(level, file, line, buf);
                 return 0;
@@ -126,4 +118,31 @@ int log_struct_internal(int level, const char *message_id, const char *const *fi
         if (sd_journal_sendv(iov, (int) n) < 0)
                 log_write(level, file, line, buf); /* the journal socket is gone: the stream still works */
         return 0;
+}
+
+/* The text goes after its field name in one buffer: formatted once, copied never; the other
+ * fields are put together without printf (two entries per placed process). */
+#define MESSAGE_MAX (sizeof "MESSAGE=" - 1 + 2048)
+
+int log_struct_internal(int level, const char *message_id, const char *const *fields, const char *file, int line,
+                        const char *fmt, ...) {
+        char message[MESSAGE_MAX] = "MESSAGE=";
+        va_list ap;
+
+        if (level > max_level)
+                return 0;
+        va_start(ap, fmt);
+        vsnprintf(message + sizeof "MESSAGE=" - 1, 2048, fmt, ap);
+        va_end(ap);
+        return log_struct_message(level, message_id, fields, file, line, message);
+}
+
+int log_struct_text_internal(int level, const char *message_id, const char *const *fields, const char *file, int line,
+                             const char *text) {
+        char message[MESSAGE_MAX];
+
+        if (level > max_level)
+                return 0;
+        tune_concat(message, sizeof message, "MESSAGE=", text, NULL);
+        return log_struct_message(level, message_id, fields, file, line, message);
 }
