@@ -116,6 +116,27 @@ static void test_env_capture(void **state) {
         assert_true(e.truncated);
         free(b);
 
+        /* More names than the first-byte index has bits (64): the later ones are found too;
+         * a name no NAME=value entry can have is never found. */
+        char many_buf[70][8];
+        const char *many[71];
+        for (unsigned i = 0; i < 70; i++) {
+                snprintf(many_buf[i], sizeof many_buf[i], "V%u", i);
+                many[i] = many_buf[i];
+        }
+        many[70] = "V-1";
+        static const char vars[] = "V69=a\0V3=b\0V63=c\0V630=d\0W=e\0V64=f\0V-1=g\0V3=h\0V5";
+        tune_env_capture_done(&e);
+        assert_int_equal(tune_env_capture_parse(vars, sizeof vars - 1, false, many, 71, &e), 0);
+        assert_int_equal(e.n, 4);
+        assert_string_equal(tune_env_capture_get(&e, "V69"), "a");
+        assert_string_equal(tune_env_capture_get(&e, "V3"), "b");
+        assert_string_equal(tune_env_capture_get(&e, "V63"), "c");
+        assert_string_equal(tune_env_capture_get(&e, "V64"), "f");
+        assert_null(tune_env_capture_get(&e, "V630"));
+        assert_null(tune_env_capture_get(&e, "V-1"));
+        assert_null(tune_env_capture_get(&e, "V5"));
+
         /* Copies are deep. */
         tune_env_capture c;
         tune_env_capture_done(&e);

@@ -40,6 +40,13 @@ static void test_parse(void **state) {
         assert_int_equal(tune_parse_creds("Uid:\t1\t1\t1\nGid:\t1\t1\t1\t1\n", &c), -EBADMSG);
         assert_int_equal(tune_parse_creds("Name:\tx\n", &c), -EBADMSG);
         assert_int_equal(tune_parse_creds("Uid:\t1\t1\t1\t1\nGid:\t1\t1\t1\t1\nGroups:\t1 x\n", &c), -EBADMSG);
+        /* Ids up to 2^32 - 2 (-1 is no id); the digits are read by hand. */
+        assert_int_equal(tune_parse_creds("Uid:\t4294967294\t1\t1\t7\nGid:\t1\t1\t1\t1\n", &c), 0);
+        assert_int_equal(c.ruid, 4294967294u);
+        assert_int_equal(c.fsuid, 7);
+        assert_int_equal(tune_parse_creds("Uid:\t4294967295\t1\t1\t1\nGid:\t1\t1\t1\t1\n", &c), -EBADMSG);
+        assert_int_equal(tune_parse_creds("Uid:\t1\t1\t1\t1\nGid:\t1\t1\t1\t99999999999999999999999\n", &c), -EBADMSG);
+        assert_int_equal(tune_parse_creds("Uid:\t1\t1\t1\t1x\nGid:\t1\t1\t1\t1\n", &c), -EBADMSG);
 }
 
 static void test_may_open(void **state) {

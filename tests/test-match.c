@@ -2,6 +2,7 @@
 /* Rule matching and rank extraction, on rules built by hand (the policy parser is not
  * needed) and facts given directly or through a counting loader. */
 #include <errno.h>
+#include <fnmatch.h>
 #include <regex.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -200,6 +201,21 @@ static void test_cgroup_prefix(void **state) {
         assert_false(tune_cgroup_has_prefix("/ab", "/a"));
         assert_true(tune_cgroup_has_prefix("/anything", "/"));
         assert_false(tune_cgroup_has_prefix("/", "/a"));
+}
+
+/* tune_glob_match() answers as fnmatch(pattern, s, 0) does, on its fast shapes and off. */
+static void test_glob_match(void **state) {
+        const char *const patterns[] = { "*/vllm", "vllm", "*", "", "*vllm", "**/vllm", "*/vl?m", "*/v[l]lm",
+                                         "*\\/vllm", "vllm*", "*/bin/python3.1?", "/usr/bin/vllm", "*.", "*\\" };
+        const char *const subjects[] = { "/usr/bin/vllm", "vllm", "", "/vllm", "/usr/bin/vllmx", "/usr/bin/xvllm",
+                                         "/usr/bin/vllm/", "vll", "/a/.", "*/vllm", "/usr/bin/python3.11", "\\" };
+
+        (void) state;
+        for (size_t i = 0; i < ELEMENTSOF(patterns); i++)
+                for (size_t j = 0; j < ELEMENTSOF(subjects); j++)
+                        if (tune_glob_match(patterns[i], subjects[j]) != (fnmatch(patterns[i], subjects[j], 0) == 0))
+                                fail_msg("\"%s\" against \"%s\": %d, fnmatch says %d", patterns[i], subjects[j],
+                                         tune_glob_match(patterns[i], subjects[j]), fnmatch(patterns[i], subjects[j], 0) == 0);
 }
 
 static void test_policy_order_and_retitle(void **state) {
@@ -424,6 +440,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_criteria),
                 cmocka_unit_test(test_cgroup_prefix),
+                cmocka_unit_test(test_glob_match),
                 cmocka_unit_test(test_policy_order_and_retitle),
                 cmocka_unit_test(test_rank),
                 cmocka_unit_test(test_regex_prefix),

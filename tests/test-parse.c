@@ -112,12 +112,42 @@ static void test_small(void **state) {
         assert_int_equal(tune_parse_pci_address("../../../etc", pci), -EINVAL);
 }
 
+static void assert_key(const char *text, const char *key, const char *want) {
+        const char *v;
+        size_t len;
+        int r = tune_find_key(text, key, &v, &len);
+
+        if (!want) {
+                assert_int_equal(r, -ENOENT);
+                return;
+        }
+        assert_int_equal(r, 0);
+        assert_int_equal(len, strlen(want));
+        assert_memory_equal(v, want, len);
+}
+
+static void test_find_key(void **state) {
+        const char *status = "Name:\tUid\nUidx:\t5\nNgid:\t0\n  Uid :\t1\t2\t3\t4 \nGid:\t7\nGroups:";
+
+        (void) state;
+        assert_key(status, "Uid", "1\t2\t3\t4"); /* not Uidx, not the value "Uid"; blanks around */
+        assert_key(status, "Gid", "7");
+        assert_key(status, "Groups", "");   /* the last line, no newline, no value */
+        assert_key(status, "Name", "Uid");
+        assert_key(status, "Tgid", NULL);
+        assert_key(status, "Ui", NULL);
+        assert_key(":x\n", "", "x");
+        assert_key("", "Uid", NULL);
+        assert_int_equal(tune_find_key(NULL, "Uid", &(const char *) { NULL }, &(size_t) { 0 }), -EINVAL);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_meminfo),
                 cmocka_unit_test(test_distances),
                 cmocka_unit_test(test_nvidia),
                 cmocka_unit_test(test_small),
+                cmocka_unit_test(test_find_key),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,6 +10,8 @@
 #include <systemd/sd-journal.h>
 
 #include "log.h"
+#include "npu-tuned/macro.h"
+#include "npu-tuned/text.h"
 
 static int max_level = LOG_INFO;
 
@@ -50,13 +52,22 @@ static bool stderr_is_journal(void) {
         return journal;
 }
 
+/* One line, one write, put together without printf (its machinery costs more than a line
+ * of a placed process's own work). */
 static void log_write(int level, const char *file, int line, const char *buf) {
+        char out[2048 + 512], d[TUNE_DECIMAL_MAX + 1];
+        size_t n;
+
         if (stderr_is_journal())
-                fprintf(stderr, "<%d>%s\n", level, buf);
+                tune_concat(out, sizeof out, "<", tune_format_signed(d, level), ">", buf, "\n", NULL);
         else if (max_level >= LOG_DEBUG)
-                fprintf(stderr, "npu-tuned: %s (%s:%d)\n", buf, file, line);
+                tune_concat(out, sizeof out, "npu-tuned: ", buf, " (", file, ":", tune_format_signed(d, line), ")\n", NULL);
         else
-                fprintf(stderr, "npu-tuned: %s\n", buf);
+                tune_concat(out, sizeof out, "npu-tuned: ", buf, "\n", NULL);
+        n = strlen(out);
+        if (out[n - 1] != '\n') /* cut: still a line */
+                out[n - 1] = '\n';
+        fwrite(out, 1, n, stderr);
 }
 
 int log_internal(int level, int error, const char *file, int line, const char *fmt, ...) {
@@ -79,28 +90,22 @@ int log_internal(int level, int error, const char *file, int line, const char *f
 
 #define MAX_FIELDS 12
 
-int log_struct_internal(int level, const char *message_id, const char *const *fields, const char *file, int line,
-                        const char *fmt, ...) {
-        char buf[2048], message[2100], priority[16], id[64], code_file[256], code_line[32];
+static int log_struct_message(int level, const char *message_id, const char *const *fields, const char *file, int line,
+                              const char *message) {
+        const char *buf = message + sizeof "MESSAGE=" - 1;
+        char priority[16], id[64], code_file[256], code_line[32], d[TUNE_DECIMAL_MAX + 1];
         struct iovec iov[MAX_FIELDS + 7];
         unsigned n = 0;
-        va_list ap;
 
-        if (level > max_level)
-                return 0;
-        va_start(ap, fmt);
-        vsnprintf(buf, sizeof buf, fmt, ap);
-        va_end(ap);
         if (!stderr_is_journal()) {
                 log_write(level, file, line, buf);
                 return 0;
         }
 #define IOV(s) (iov[n++] = (struct iovec){ .iov_base = (char *) (s), .iov_len = strlen(s) })
-        snprintf(message, sizeof message, "MESSAGE=%s", buf);
-        snprintf(priority, sizeof priority, "PRIORITY=%d", level);
-        snprintf(id, sizeof id, "MESSAGE_ID=%s", message_id);
-        snprintf(code_file, sizeof code_file, "CODE_FILE=%s", file);
-        snprintf(code_line, sizeof code_line, "CODE_LINE=%d", line);
+        tune_concat(priority, sizeof priority, "PRIORITY=", tune_format_signed(d, level), NULL);
+        tune_concat(id, sizeof id, "MESSAGE_ID=", message_id, NULL);
+        tune_concat(code_file, sizeof code_file, "CODE_FILE=", file, NULL);
+        tune_concat(code_line, sizeof code_line, "CODE_LINE=", tune_format_signed(d, line), NULL);
         IOV(message);
         IOV(priority);
         IOV(id);
@@ -113,4 +118,31 @@ int log_struct_internal(int level, const char *message_id, const char *const *fi
         if (sd_journal_sendv(iov, (int) n) < 0)
                 log_write(level, file, line, buf); /* the journal socket is gone: the stream still works */
         return 0;
+}
+
+/* The text goes after its field name in one buffer: formatted once, copied never; the other
+ * fields are put together without printf (two entries per placed process). */
+#define MESSAGE_MAX (sizeof "MESSAGE=" - 1 + 2048)
+
+int log_struct_internal(int level, const char *message_id, const char *const *fields, const char *file, int line,
+                        const char *fmt, ...) {
+        char message[MESSAGE_MAX] = "MESSAGE=";
+        va_list ap;
+
+        if (level > max_level)
+                return 0;
+        va_start(ap, fmt);
+        vsnprintf(message + sizeof "MESSAGE=" - 1, 2048, fmt, ap);
+        va_end(ap);
+        return log_struct_message(level, message_id, fields, file, line, message);
+}
+
+int log_struct_text_internal(int level, const char *message_id, const char *const *fields, const char *file, int line,
+                             const char *text) {
+        char message[MESSAGE_MAX];
+
+        if (level > max_level)
+                return 0;
+        tune_concat(message, sizeof message, "MESSAGE=", text, NULL);
+        return log_struct_message(level, message_id, fields, file, line, message);
 }

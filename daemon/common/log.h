@@ -41,3 +41,9 @@ int log_struct_internal(int level, const char *message_id, const char *const *fi
                         const char *fmt, ...) _printf_(6, 7);
 #define log_struct(level, message_id, fields, ...) \
         log_struct_internal((level), (message_id), (fields), __FILE__, __LINE__, __VA_ARGS__)
+/* The same with the message already in words (put together without printf by an event
+ * made for every placed process). */
+int log_struct_text_internal(int level, const char *message_id, const char *const *fields, const char *file, int line,
+                             const char *text);
+#define log_struct_text(level, message_id, fields, text) \
+        log_struct_text_internal((level), (message_id), (fields), __FILE__, __LINE__, (text))

@@ -13,6 +13,7 @@
 #include "log.h"
 #include "npu-tuned/proc.h"
 #include "proc-guard.h"
+#include "npu-tuned/text.h"
 
 /* Small: a worker reads a file or makes one system call. */
 #define WORKER_STACK (256u * 1024u)
@@ -314,7 +315,7 @@ long proc_guard_run(ProcGuard *g, pid_t pid, unsigned timeout_ms, const char *wh
         long r;
 
         /* Our copy: `what` may live in the job, which a written-off worker frees. */
-        snprintf(name, sizeof name, "%s", what);
+        tune_copy_string(name, sizeof name, what);
         what = name;
         *ret_done = false;
         if (backed_off(g, pid))
@@ -418,7 +419,7 @@ static int slow_read(void *userdata, const tune_ctx *ctx, pid_t pid, const char 
                 return -ENAMETOOLONG;
         }
         strcpy(j->path, path);
-        snprintf(j->what, sizeof j->what, "reading %s", path);
+        tune_concat(j->what, sizeof j->what, "reading ", path, NULL);
         j->max = max;
         r = proc_guard_run(g, pid, PROC_GUARD_READ_TIMEOUT_MS, j->what, NULL, read_job_run, read_job_free, j, &done);
         if (!done)

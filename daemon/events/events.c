@@ -6,6 +6,7 @@
 
 #include "events.h"
 #include "log.h"
+#include "npu-tuned/text.h"
 
 static const char *or_none(const char *s) {
         return s && *s ? s : "-";
@@ -13,7 +14,7 @@ static const char *or_none(const char *s) {
 
 void event_process_placed(const event_sink *sink, const managed_process *mp, const tune_plan *pl, const char *container) {
         _cleanup_free_ char *pool = NULL, *control = NULL, *compute = NULL, *mem = NULL, *accels = NULL;
-        char f_pid[32], f_rule[160], f_accel[256], f_container[192], origin[96];
+        char f_pid[32], f_rule[160], f_accel[256], f_container[192], origin[96], d[TUNE_DECIMAL_MAX + 1];
 
         (void) tune_attribution_format_accels(&mp->attribution, &accels);
         tune_attribution_describe_source(&mp->attribution, &mp->env, origin, sizeof origin);
@@ -21,28 +22,36 @@ void event_process_placed(const event_sink *sink, const managed_process *mp, con
         (void) tune_cpuset_format_list(tune_plan_role_cpus(pl, TUNE_ROLE_CONTROL), &control);
         (void) tune_cpuset_format_list(tune_plan_role_cpus(pl, TUNE_ROLE_COMPUTE), &compute);
         (void) tune_cpuset_format_list(&pl->mem_nodes, &mem);
-        snprintf(f_pid, sizeof f_pid, "NPU_TUNED_PID=%d", mp->pid);
-        snprintf(f_rule, sizeof f_rule, "NPU_TUNED_RULE=%s", mp->rule->name);
-        snprintf(f_accel, sizeof f_accel, "NPU_TUNED_ACCEL=%s", accels ? accels : "");
-        snprintf(f_container, sizeof f_container, "NPU_TUNED_CONTAINER=%s", container ? container : "");
+        const char *pid = tune_format_signed(d, mp->pid);
+        tune_concat(f_pid, sizeof f_pid, "NPU_TUNED_PID=", pid, NULL);
+        tune_concat(f_rule, sizeof f_rule, "NPU_TUNED_RULE=", mp->rule->name, NULL);
+        tune_concat(f_accel, sizeof f_accel, "NPU_TUNED_ACCEL=", accels ? accels : "", NULL);
+        tune_concat(f_container, sizeof f_container, "NPU_TUNED_CONTAINER=", container ? container : "", NULL);
         const char *const fields[] = { f_pid, f_rule, f_accel, container && *container ? f_container : NULL, NULL };
-        log_struct(LOG_INFO, NPU_MESSAGE_PROCESS_PLACED, fields,
-                   "Placed pid %d%s%s%s (rule \"%s\", accelerators %s %s): CPUs %s, control %s, compute %s, memory %s.",
-                   mp->pid, container && *container ? " (" : "", container ? container : "", container && *container ? ")" : "",
-                   mp->rule->name, or_none(accels), origin,
-                   or_none(pool), or_none(control), or_none(compute), mem && *mem ? mem : "left where it is");
+        /* Made for every placed process: put together without printf. */
+        char text[2048];
+        bool in_container = container && *container;
+        tune_concat(text, sizeof text, "Placed pid ", pid, in_container ? " (" : "",
+                    in_container ? container : "", in_container ? ")" : "", " (rule \"", mp->rule->name,
+                    "\", accelerators ", or_none(accels), " ", origin, "): CPUs ", or_none(pool), ", control ",
+                    or_none(control), ", compute ", or_none(compute), ", memory ", mem && *mem ? mem : "left where it is",
+                    ".", NULL);
+        log_struct_text(LOG_INFO, NPU_MESSAGE_PROCESS_PLACED, fields, text);
         if (sink && sink->process_placed)
                 sink->process_placed(sink->userdata, mp, pl);
 }
 
 void event_process_released(const event_sink *sink, const managed_process *mp, const char *reason) {
-        char f_pid[32], f_rule[160];
+        char f_pid[32], f_rule[160], d[TUNE_DECIMAL_MAX + 1];
 
-        snprintf(f_pid, sizeof f_pid, "NPU_TUNED_PID=%d", mp->pid);
-        snprintf(f_rule, sizeof f_rule, "NPU_TUNED_RULE=%s", mp->rule ? mp->rule->name : "");
+        const char *pid = tune_format_signed(d, mp->pid);
+        tune_concat(f_pid, sizeof f_pid, "NPU_TUNED_PID=", pid, NULL);
+        tune_concat(f_rule, sizeof f_rule, "NPU_TUNED_RULE=", mp->rule ? mp->rule->name : "", NULL);
         const char *const fields[] = { f_pid, f_rule, NULL };
-        log_struct(LOG_INFO, NPU_MESSAGE_PROCESS_RELEASED, fields, "pid %d (rule \"%s\") is no longer managed (%s).",
-                   mp->pid, mp->rule ? mp->rule->name : "?", reason);
+        char text[1024];
+        tune_concat(text, sizeof text, "pid ", pid, " (rule \"",
+                    mp->rule ? mp->rule->name : "?", "\") is no longer managed (", reason, ").", NULL);
+        log_struct_text(LOG_INFO, NPU_MESSAGE_PROCESS_RELEASED, fields, text);
         if (sink && sink->process_released)
                 sink->process_released(sink->userdata, mp, reason);
 }

@@ -15,7 +15,7 @@ binder binding_decide(const managed_process *mp, char *why, size_t size) {
 
         switch (mp->rule->binding) {
         case TUNE_BINDING_ENGINE:
-                snprintf(why, size, "%s", "the rule says the engine binds (\"binding\": \"engine\")");
+                tune_copy_string(why, size, "the rule says the engine binds (\"binding\": \"engine\")");
                 return BINDER_ENGINE;
         case TUNE_BINDING_AUTO:
                 switch (tune_engine_binding_detect(mp->cmdline, &mp->env, kind, why, size)) {
@@ -29,7 +29,7 @@ binder binding_decide(const managed_process *mp, char *why, size_t size) {
                         return mp->rule->binding_watch_ms > 0 ? BINDER_WATCHING : BINDER_DAEMON;
                 }
         default:
-                snprintf(why, size, "%s", "the rule says so (\"binding\": \"daemon\")");
+                tune_copy_string(why, size, "the rule says so (\"binding\": \"daemon\")");
                 return BINDER_DAEMON;
         }
 }

@@ -19,6 +19,10 @@ void log_placement(const Placement *p, const managed_process *mp, const tune_pla
             tune_placer_explain(p->placer, pp->key, &explained) >= 0)
                 pl = &explained;
 
+        /* Placing for real says nothing here unless asked (the event reports it, events.c,
+         * once pinned): nothing to put into words for it. */
+        if (pl->action == TUNE_PLAN_PLACE && !dry_run && !pl->cpuset_far && log_get_max_level() < LOG_DEBUG)
+                return;
         (void) tune_attribution_format_accels(&mp->attribution, &accels);
         tune_attribution_describe_source(&mp->attribution, &mp->env, origin, sizeof origin);
         process_cpuset_label(&pp->cpuset, label, sizeof label);
@@ -28,18 +32,17 @@ void log_placement(const Placement *p, const managed_process *mp, const tune_pla
                          pl->n_reasons > 0 ? pl->reasons[pl->n_reasons - 1] : tune_plan_action_to_string(pl->action));
                 return;
         }
-        (void) tune_cpuset_format_list(&pl->pool, &pool);
-        (void) tune_cpuset_format_list(tune_plan_role_cpus(pl, TUNE_ROLE_CONTROL), &control);
-        (void) tune_cpuset_format_list(tune_plan_role_cpus(pl, TUNE_ROLE_COMPUTE), &compute);
-        (void) tune_cpuset_format_list(&pl->mem_nodes, &mem);
-        /* Placing for real: the event reports it (events.c), once pinned. */
-        if (dry_run)
+        if (dry_run) {
+                (void) tune_cpuset_format_list(&pl->pool, &pool);
+                (void) tune_cpuset_format_list(tune_plan_role_cpus(pl, TUNE_ROLE_CONTROL), &control);
+                (void) tune_cpuset_format_list(tune_plan_role_cpus(pl, TUNE_ROLE_COMPUTE), &compute);
+                (void) tune_cpuset_format_list(&pl->mem_nodes, &mem);
                 log_info("Dry run: would place pid %d%s (rule \"%s\", accelerators %s %s): CPUs %s, control %s, "
                          "compute %s, memory %s.",
-                         mp->pid, label, mp->rule->name, accels && *accels ? accels : "none",
-                 origin, pool ? pool : "?",
-                 control && *control ? control : "-", compute && *compute ? compute : "-",
-                 mem && *mem ? mem : "left where it is");
+                         mp->pid, label, mp->rule->name, accels && *accels ? accels : "none", origin, pool ? pool : "?",
+                         control && *control ? control : "-", compute && *compute ? compute : "-",
+                         mem && *mem ? mem : "left where it is");
+        }
         for (unsigned i = 0; i < pl->n_reasons; i++)
                 log_debug("  pid %d: %s", mp->pid, pl->reasons[i]);
         if (pl->cpuset_far)

@@ -12,6 +12,7 @@
 
 #include "npu-tuned/cgroup-cpuset.h"
 #include "process-cpuset.h"
+#include "npu-tuned/text.h"
 
 void process_cpuset_done(process_cpuset *c) {
         if (!c)
@@ -120,6 +121,9 @@ int process_cpuset_watch_mounts(sd_event *e, const tune_ctx *ctx) {
                 return r;
         }
         (void) sd_event_source_set_description(mounts_source, "cgroup-mounts");
+        /* Read them now, not on the first matched process's way to its pin (a failure
+         * here is tried again at that read). */
+        (void) read_mounts(ctx);
         return 0;
 }
 
@@ -172,10 +176,8 @@ const tune_plan_cpuset *process_cpuset_for_plan(const process_cpuset *c) {
 
 const char *process_cpuset_label(const process_cpuset *c, char *buf, size_t size) {
         if (!c->container[0])
-                snprintf(buf, size, "%s", "");
-        else
-                snprintf(buf, size, " (%s)", c->container);
-        return buf;
+                return tune_concat(buf, size, NULL);
+        return tune_concat(buf, size, " (", c->container, ")", NULL);
 }
 
 static int add(struct json_object *j, const char *key, struct json_object *v) {

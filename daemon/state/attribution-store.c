@@ -11,6 +11,7 @@
 #include "npu-tuned/macro.h"
 #include "npu-tuned/state-dir.h"
 #include "npu-tuned/state-file.h"
+#include "npu-tuned/text.h"
 
 #define HEADER "npu-tuned-attribution 1"
 
@@ -50,31 +51,47 @@ static bool valid_name(const char *s, size_t len) {
 int attribution_saved_format(const attribution_saved *s, const tune_attribution *a, char **ret) {
         const tune_env_capture *env = s ? &s->env : NULL;
         _cleanup_free_ char *accels = NULL, *text = NULL;
-        size_t size = 0;
-        FILE *f;
+        tune_text t = {};
+        int r;
 
         if (!s || s->pid <= 0 || !a || !ret)
                 return -EINVAL;
         if (tune_attribution_format_accels(a, &accels) < 0)
                 return -ENOMEM;
-        f = open_memstream(&text, &size);
-        if (!f)
-                return -ENOMEM;
-        fprintf(f, HEADER "\npid %d\nstart_time %" PRIu64 "\nexec_env %" PRIu64 ",%" PRIu64 "\nsource %s\n", (int) s->pid,
-                s->start_time, s->env_start, s->env_end, tune_attribution_source_to_string(a->source));
-        if (plain(accels) && strlen(accels) < sizeof ((attribution_saved *) NULL)->accels)
-                fprintf(f, "accelerators %s\n", accels);
-        fprintf(f, "from_pid %d\ninherited %d\n", (int) env->from_pid, env->inherited);
+        tune_text_put_str(&t, HEADER "\npid ");
+        tune_text_put_i64(&t, s->pid);
+        tune_text_put_str(&t, "\nstart_time ");
+        tune_text_put_u64(&t, s->start_time);
+        tune_text_put_str(&t, "\nexec_env ");
+        tune_text_put_u64(&t, s->env_start);
+        tune_text_put(&t, ",", 1);
+        tune_text_put_u64(&t, s->env_end);
+        tune_text_put_str(&t, "\nsource ");
+        tune_text_put_str(&t, tune_attribution_source_to_string(a->source));
+        tune_text_put(&t, "\n", 1);
+        if (plain(accels) && strlen(accels) < sizeof ((attribution_saved *) NULL)->accels) {
+                tune_text_put_str(&t, "accelerators ");
+                tune_text_put_str(&t, accels);
+                tune_text_put(&t, "\n", 1);
+        }
+        tune_text_put_str(&t, "from_pid ");
+        tune_text_put_i64(&t, env->from_pid);
+        tune_text_put_str(&t, "\ninherited ");
+        tune_text_put_i64(&t, env->inherited);
+        tune_text_put(&t, "\n", 1);
         for (unsigned i = 0, n = 0; i < env->n && n < ATTRIBUTION_VARS_MAX; i++) {
                 const char *eq = strchr(env->vars[i], '=');
                 if (!eq || !valid_name(env->vars[i], (size_t) (eq - env->vars[i])) || !plain(eq + 1))
                         continue;
-                fprintf(f, "env %s\n", env->vars[i]);
+                tune_text_put_str(&t, "env ");
+                tune_text_put_str(&t, env->vars[i]);
+                tune_text_put(&t, "\n", 1);
                 n++;
         }
-        if (fclose(f) != 0)
-                return -ENOMEM;
-        if (size >= ATTRIBUTION_FILE_MAX)
+        r = tune_text_take(&t, &text);
+        if (r < 0)
+                return r;
+        if (strlen(text) >= ATTRIBUTION_FILE_MAX)
                 return -E2BIG;
         *ret = TAKE_PTR(text);
         return 0;
@@ -201,7 +218,9 @@ int attribution_saved_name_pid(const char *name, pid_t *ret) {
 }
 
 static void file_name(pid_t pid, char buf[static 64]) {
-        snprintf(buf, 64, ATTRIBUTION_FILE_PREFIX "%d", (int) pid);
+        char d[TUNE_DECIMAL_MAX + 1];
+
+        tune_concat(buf, 64, ATTRIBUTION_FILE_PREFIX, tune_format_signed(d, pid), NULL);
 }
 
 int attribution_store_save_at(int dfd, const attribution_saved *s, const tune_attribution *a) {

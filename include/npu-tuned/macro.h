@@ -117,4 +117,12 @@ static inline char *tune_format_decimal(char buf[static TUNE_DECIMAL_MAX], uint6
         while ((v /= 10) > 0);
         return p;
 }
+/* The same for a signed v: buf has room for the sign. */
+static inline char *tune_format_signed(char buf[static TUNE_DECIMAL_MAX + 1], int64_t v) {
+        char *p = tune_format_decimal(buf + 1, v < 0 ? (uint64_t) -(v + 1) + 1 : (uint64_t) v);
+
+        if (v < 0)
+                *--p = '-';
+        return p;
+}
 #define startswith_lit(s, lit) (strncmp((s), (lit), sizeof(lit) - 1) == 0)

@@ -74,3 +74,10 @@ int tune_rule_rank(const tune_policy_rule *rule, tune_proc_facts *f, const tune_
 
 /* Whether a cgroup path lies at or below prefix ("/a/b" is below "/a", "/ab" is not). */
 bool tune_cgroup_has_prefix(const char *path, const char *prefix) _pure_;
+/* fnmatch(pattern, s, 0) == 0 (the policy's globs: exe, comm, thread names), without
+ * fnmatch's cost for the shapes rules are written in: a literal, or "*" followed by a
+ * literal suffix (a path's last part), are compared as bytes (the daemon runs in the C
+ * locale, where fnmatch compares bytes too); any other pattern goes to fnmatch. Run on
+ * every exec on the host: fnmatch costs about a thousand instructions there, most of an
+ * unmatched exec's. */
+bool tune_glob_match(const char *pattern, const char *s) _pure_;

@@ -304,9 +304,12 @@ static int parse_ids(const char *p, unsigned long *ids, unsigned n, bool *ret_tr
                         return (int) got;
                 if (*p < '0' || *p > '9')
                         return -EBADMSG;
-                errno = 0;
-                v = strtoul(p, &end, 10);
-                if (errno || v > UINT32_MAX - 1 || (*end != ' ' && *end != '\t' && *end != '\n' && *end != 0))
+                /* By hand, not strtoul: 9 or more ids per status read, on every match. */
+                v = 0;
+                for (end = (char *) p; *end >= '0' && *end <= '9'; end++)
+                        if (v <= UINT32_MAX) /* past it: too big, however many digits follow */
+                                v = v * 10 + (unsigned long) (*end - '0');
+                if (v > UINT32_MAX - 1 || (*end != ' ' && *end != '\t' && *end != '\n' && *end != 0))
                         return -EBADMSG;
                 if (got < n)
                         ids[got++] = v;

@@ -13,6 +13,7 @@
 #include "npu-tuned/affinity-record.h"
 #include "npu-tuned/state-dir.h"
 #include "npu-tuned/state-file.h"
+#include "npu-tuned/text.h"
 
 void tune_affinity_record_done(tune_affinity_record *rec) {
         free(rec->boot_id);
@@ -52,114 +53,83 @@ int tune_affinity_originals_copy(tune_affinity_originals *dst, const tune_affini
 /* The record is written before the first pin of every placed process: formatted by hand
  * into one buffer (a json-c tree and its serialiser cost ten times as much), in exactly
  * the layout json-c writes with JSON_C_TO_STRING_PLAIN, and parsed back with json-c. */
-typedef struct record_text {
-        char *buf;
-        size_t len, cap;
-        bool oom;
-} record_text;
-
-static void put(record_text *t, const char *s, size_t n) {
-        if (t->oom)
-                return;
-        if (t->len + n + 1 > t->cap) {
-                size_t cap = (t->len + n + 1) * 2;
-                char *nb = realloc(t->buf, cap);
-                if (!nb) {
-                        t->oom = true;
-                        return;
-                }
-                t->buf = nb;
-                t->cap = cap;
-        }
-        memcpy(t->buf + t->len, s, n);
-        t->len += n;
-        t->buf[t->len] = 0;
-}
-
-static void put_str(record_text *t, const char *s) {
-        put(t, s, strlen(s));
-}
-
-static void put_u64(record_text *t, uint64_t v) {
-        char d[TUNE_DECIMAL_MAX];
-
-        put_str(t, tune_format_decimal(d, v));
-}
 
 /* A JSON string; anything but letters, digits and '-' (a boot id has no other) escaped. */
-static void put_quoted(record_text *t, const char *s) {
-        put(t, "\"", 1);
-        for (; *s; s++) {
-                unsigned char c = (unsigned char) *s;
-                if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-')
-                        put(t, s, 1);
-                else {
-                        char esc[8];
-                        snprintf(esc, sizeof esc, "\\u%04x", c);
-                        put(t, esc, 6);
-                }
-        }
-        put(t, "\"", 1);
+static bool plain_json(unsigned char c) {
+        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-';
 }
 
-static void put_set(record_text *t, const tune_cpuset *set) {
+static void put_quoted(tune_text *t, const char *s) {
+        tune_text_put(t, "\"", 1);
+        while (*s) {
+                size_t n = 0;
+                while (s[n] && plain_json((unsigned char) s[n]))
+                        n++;
+                tune_text_put(t, s, n); /* a run of plain bytes in one copy */
+                s += n;
+                if (*s) {
+                        char esc[8];
+                        snprintf(esc, sizeof esc, "\\u%04x", (unsigned char) *s);
+                        tune_text_put(t, esc, 6);
+                        s++;
+                }
+        }
+        tune_text_put(t, "\"", 1);
+}
+
+static void put_set(tune_text *t, const tune_cpuset *set) {
         bool first = true;
 
-        put(t, "\"", 1);
+        tune_text_put(t, "\"", 1);
         for (int cpu = tune_cpuset_next(set, 0); cpu >= 0;) {
                 int last = cpu;
                 while (tune_cpuset_has(set, (unsigned) last + 1))
                         last++;
                 if (!first)
-                        put(t, ",", 1);
-                put_u64(t, (uint64_t) cpu);
+                        tune_text_put(t, ",", 1);
+                tune_text_put_u64(t, (uint64_t) cpu);
                 if (last > cpu) {
-                        put(t, "-", 1);
-                        put_u64(t, (uint64_t) last);
+                        tune_text_put(t, "-", 1);
+                        tune_text_put_u64(t, (uint64_t) last);
                 }
                 first = false;
                 cpu = tune_cpuset_next(set, (unsigned) last + 1);
         }
-        put(t, "\"", 1);
+        tune_text_put(t, "\"", 1);
 }
 
 int tune_affinity_record_format(const tune_affinity_record *rec, char **ret) {
-        record_text t = {};
+        tune_text t = {};
 
         if (rec->originals.pid < 0)
                 return -EINVAL;
-        put_str(&t, "{\"version\":");
-        put_u64(&t, TUNE_AFFINITY_RECORD_VERSION);
-        put_str(&t, ",\"boot_id\":");
+        tune_text_put_str(&t, "{\"version\":");
+        tune_text_put_u64(&t, TUNE_AFFINITY_RECORD_VERSION);
+        tune_text_put_str(&t, ",\"boot_id\":");
         put_quoted(&t, rec->boot_id ? rec->boot_id : "");
-        put_str(&t, ",\"pid\":");
-        put_u64(&t, (uint64_t) rec->originals.pid);
-        put_str(&t, ",\"start_time\":");
-        put_u64(&t, rec->originals.start_time);
-        put_str(&t, rec->restore_on_stop ? ",\"restore_on_stop\":true,\"threads\":[" : ",\"restore_on_stop\":false,\"threads\":[");
+        tune_text_put_str(&t, ",\"pid\":");
+        tune_text_put_u64(&t, (uint64_t) rec->originals.pid);
+        tune_text_put_str(&t, ",\"start_time\":");
+        tune_text_put_u64(&t, rec->originals.start_time);
+        tune_text_put_str(&t, rec->restore_on_stop ? ",\"restore_on_stop\":true,\"threads\":[" : ",\"restore_on_stop\":false,\"threads\":[");
         for (unsigned i = 0; i < rec->originals.n; i++) {
                 const tune_affinity_entry *e = &rec->originals.entries[i];
-                put_str(&t, i ? ",{\"tid\":" : "{\"tid\":");
-                put_u64(&t, (uint64_t) (e->tid < 0 ? 0 : e->tid));
-                put_str(&t, ",\"original\":");
+                tune_text_put_str(&t, i ? ",{\"tid\":" : "{\"tid\":");
+                tune_text_put_u64(&t, (uint64_t) (e->tid < 0 ? 0 : e->tid));
+                tune_text_put_str(&t, ",\"original\":");
                 put_set(&t, &e->original);
-                put_str(&t, ",\"applied\":");
+                tune_text_put_str(&t, ",\"applied\":");
                 put_set(&t, &e->applied);
-                put(&t, "}", 1);
+                tune_text_put(&t, "}", 1);
         }
-        put_str(&t, "],\"sets\":[");
+        tune_text_put_str(&t, "],\"sets\":[");
         for (unsigned i = 0; i < rec->originals.n_sets; i++) {
                 if (i)
-                        put(&t, ",", 1);
+                        tune_text_put(&t, ",", 1);
                 put_set(&t, &rec->originals.sets[i]);
         }
-        put_str(&t, "]}\n");
-        if (t.oom) {
-                free(t.buf);
-                return -ENOMEM;
-        }
-        *ret = t.buf;
-        return 0;
+        tune_text_put_str(&t, "]}\n");
+        return tune_text_take(&t, ret);
 }
 
 static json_object *get(json_object *o, const char *key, json_type type) {
@@ -317,7 +287,9 @@ int tune_affinity_record_name_pid(const char *name, pid_t *ret) {
 }
 
 static void record_name(pid_t pid, char buf[static 64]) {
-        snprintf(buf, 64, TUNE_AFFINITY_RECORD_PREFIX "%d" TUNE_AFFINITY_RECORD_SUFFIX, (int) pid);
+        char d[TUNE_DECIMAL_MAX + 1];
+
+        tune_concat(buf, 64, TUNE_AFFINITY_RECORD_PREFIX, tune_format_signed(d, pid), TUNE_AFFINITY_RECORD_SUFFIX, NULL);
 }
 
 int tune_affinity_record_save(const char *state_dir, const tune_affinity_record *rec) {

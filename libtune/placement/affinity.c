@@ -35,26 +35,24 @@ static int kernel_get(void *userdata, pid_t tid, tune_cpuset *ret) {
 }
 
 static int kernel_set(void *userdata, pid_t tid, const tune_cpuset *cpus) {
-        int last = -1;
-        cpu_set_t *set;
-        size_t size;
-        int r = 0;
+        /* The set's words as the kernel's array of unsigned long (cpu_set_t's layout), on
+         * the stack: a pin per thread of every placed process, no CPU_ALLOC and no walk
+         * over its CPUs. A mask shorter than the kernel's is zero-extended by it. */
+        enum { BITS = 8 * sizeof(unsigned long), PER_WORD = 64 / BITS };
+        unsigned long words[TUNE_CPU_MAX / BITS];
+        size_t n = 0;
 
-        TUNE_CPUSET_FOREACH(c, cpus)
-                last = c;
-        if (last < 0)
+        for (unsigned i = 0; i < cpus->n_words && i < TUNE_CPU_MAX / 64; i++)
+                for (unsigned k = 0; k < PER_WORD; k++) {
+                        words[i * PER_WORD + k] = (unsigned long) (cpus->words[i] >> (k * BITS % 64));
+                        if (words[i * PER_WORD + k])
+                                n = i * PER_WORD + k + 1;
+                }
+        if (n == 0)
                 return -EINVAL; /* an empty mask: never */
-        size = CPU_ALLOC_SIZE((unsigned) last + 1);
-        set = CPU_ALLOC((unsigned) last + 1);
-        if (!set)
-                return -ENOMEM;
-        CPU_ZERO_S(size, set);
-        TUNE_CPUSET_FOREACH(c, cpus)
-                CPU_SET_S((unsigned) c, size, set);
-        if (sched_setaffinity(tid, size, set) < 0)
-                r = negative_errno();
-        CPU_FREE(set);
-        return r;
+        if (sched_setaffinity(tid, n * sizeof(unsigned long), (cpu_set_t *) words) < 0)
+                return negative_errno();
+        return 0;
 }
 
 const tune_affinity_backend tune_affinity_backend_kernel = {

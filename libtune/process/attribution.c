@@ -10,6 +10,7 @@
 #include "npu-tuned/attribution.h"
 #include "npu-tuned/engine-binding.h"
 #include "npu-tuned/macro.h"
+#include "npu-tuned/text.h"
 
 static const char *const env_state_names[_TUNE_ENV_STATE_MAX] = {
         [TUNE_ENV_NOT_READ] = "not-read",
@@ -79,18 +80,50 @@ const char *tune_env_capture_get(const tune_env_capture *e, const char *name) {
         return NULL;
 }
 
+static bool valid_name(const char *s) {
+        if (!valid_name_char(s[0], true))
+                return false;
+        while (*++s)
+                if (!valid_name_char(*s, false))
+                        return false;
+        return true;
+}
+
+/* The name among names that the entry s (elen bytes) is an assignment of, or NULL; cand:
+ * the names starting with s's first byte, bit i for names[i], bit 63 for names[63] and
+ * every one after it. */
+static const char *wanted_name(const char *const *names, unsigned n_names, uint64_t cand, const char *s, size_t elen) {
+        for (; cand; cand &= cand - 1) {
+                unsigned i = (unsigned) __builtin_ctzll(cand);
+                unsigned last = i == 63 ? n_names : i + 1;
+
+                for (; i < last; i++) {
+                        size_t nl = strlen(names[i]);
+                        if (i >= 63 && !valid_name(names[i])) /* bit 63 stands for every one of them */
+                                continue;
+                        if (nl < elen && s[nl] == '=' && memcmp(s, names[i], nl) == 0)
+                                return names[i];
+                }
+        }
+        return NULL;
+}
+
 int tune_env_capture_parse(const char *buf, size_t len, bool truncated, const char *const *names,
                            unsigned n_names, tune_env_capture *ret) {
         tune_env_capture e = { .state = TUNE_ENV_READ, .truncated = truncated, .len = len };
-        bool any_entry = false, first_byte[256] = {};
+        /* Per first byte, the names starting with it: an entry starting with another byte
+         * is none of them (most of an environment), and needs no look beyond that byte
+         * once one entry was seen; one starting with it is compared with those names
+         * only. Only names a NAME=value entry can have are looked for. */
+        uint64_t first_byte[256] = {};
+        bool any_entry = false;
         size_t pos = 0;
 
         if ((!buf && len > 0) || (!names && n_names > 0) || !ret)
                 return -EINVAL;
-        /* The first bytes of the names: an entry starting with another is none of them (most
-         * of an environment), and needs no look beyond that byte once one entry was seen. */
         for (unsigned i = 0; i < n_names; i++)
-                first_byte[(unsigned char) names[i][0]] = true;
+                if (valid_name(names[i]))
+                        first_byte[(unsigned char) names[i][0]] |= UINT64_C(1) << (i < 63 ? i : 63);
         if (n_names > 0) {
                 e.vars = calloc(n_names, sizeof *e.vars);
                 if (!e.vars)
@@ -100,32 +133,27 @@ int tune_env_capture_parse(const char *buf, size_t len, bool truncated, const ch
                 const char *s = buf + pos;
                 const char *nul = memchr(s, 0, len - pos);
                 size_t elen = nul ? (size_t) (nul - s) : len - pos;
-                size_t nlen;
+                const char *name;
 
                 pos += elen + 1;
                 if (any_entry && !first_byte[(unsigned char) s[0]])
                         continue;
-                nlen = entry_name_len(s, elen);
-                if (nlen == 0)
-                        continue;
-                any_entry = true;
-                if (elen - nlen - 1 > TUNE_ENV_VALUE_MAX)
-                        continue;
-                for (unsigned i = 0; i < n_names; i++) {
-                        /* The first byte rules out most names before any scan (strncmp
-                         * stops at the end of the shorter name). */
-                        if (names[i][0] != s[0] || strncmp(names[i], s, nlen) != 0 || names[i][nlen] != 0)
+                /* Until one entry has the NAME=value form, each is looked at whole (an
+                 * environment overwritten by a title has none). */
+                if (!any_entry) {
+                        if (entry_name_len(s, elen) == 0)
                                 continue;
-                        if (tune_env_capture_get(&e, names[i]))
-                                break; /* the first occurrence wins */
-                        e.vars[e.n] = strndup(s, elen);
-                        if (!e.vars[e.n]) {
-                                tune_env_capture_done(&e);
-                                return -ENOMEM;
-                        }
-                        e.n++;
-                        break;
+                        any_entry = true;
                 }
+                name = wanted_name(names, n_names, first_byte[(unsigned char) s[0]], s, elen);
+                if (!name || elen - strlen(name) - 1 > TUNE_ENV_VALUE_MAX || tune_env_capture_get(&e, name))
+                        continue; /* not wanted, too long, or not its first occurrence (which wins) */
+                e.vars[e.n] = strndup(s, elen);
+                if (!e.vars[e.n]) {
+                        tune_env_capture_done(&e);
+                        return -ENOMEM;
+                }
+                e.n++;
         }
         if (len > 0 && !any_entry)
                 e.state = TUNE_ENV_WIPED;
@@ -183,9 +211,9 @@ void tune_attribution_describe_source(const tune_attribution *a, const tune_env_
         if (size == 0)
                 return;
         if (tune_attribution_restored(a, env))
-                snprintf(buf, size, "attributed before the restart (from %s)", source);
+                tune_concat(buf, size, "attributed before the restart (from ", source, ")", NULL);
         else
-                snprintf(buf, size, "from %s", source);
+                tune_concat(buf, size, "from ", source, NULL);
 }
 
 bool tune_attribution_restored(const tune_attribution *a, const tune_env_capture *env) {

@@ -49,6 +49,19 @@ bool tune_cgroup_has_prefix(const char *path, const char *prefix) {
         return path[n] == 0 || path[n] == '/' || (n == 1 && prefix[0] == '/');
 }
 
+bool tune_glob_match(const char *pattern, const char *s) {
+        const char *lit = pattern[0] == '*' ? pattern + 1 : pattern;
+        size_t pl, sl;
+
+        if (strpbrk(lit, "*?[\\"))
+                return fnmatch(pattern, s, 0) == 0;
+        pl = strlen(lit);
+        sl = strlen(s);
+        if (lit == pattern)
+                return pl == sl && memcmp(s, lit, pl) == 0;
+        return sl >= pl && memcmp(s + sl - pl, lit, pl) == 0;
+}
+
 static bool has_criteria(const tune_policy_rule *r, bool *ret_stable, bool *ret_volatile) {
         bool stable = r->match_exe || r->n_match_uids > 0 || r->match_cgroup;
         bool vol = r->match_comm || r->has_match_cmdline;
@@ -65,7 +78,7 @@ static bool has_criteria(const tune_policy_rule *r, bool *ret_stable, bool *ret_
  * and the cgroup are a /proc file each to read and parse. */
 static int check_stable(const tune_policy_rule *r, tune_proc_facts *f) {
         if (r->match_exe) {
-                if (!tune_proc_facts_get(f, TUNE_FACT_EXE) || fnmatch(r->match_exe, f->exe, 0) != 0)
+                if (!tune_proc_facts_get(f, TUNE_FACT_EXE) || !tune_glob_match(r->match_exe, f->exe))
                         return 0;
         }
         if (r->n_match_uids > 0) {
@@ -102,7 +115,7 @@ static int regex_prefix_exec(const regex_t *re, const char *s, size_t nmatch, re
 
 static int check_volatile(const tune_policy_rule *r, tune_proc_facts *f) {
         if (r->match_comm) {
-                if (!tune_proc_facts_get(f, TUNE_FACT_COMM) || fnmatch(r->match_comm, f->comm, 0) != 0)
+                if (!tune_proc_facts_get(f, TUNE_FACT_COMM) || !tune_glob_match(r->match_comm, f->comm))
                         return 0;
         }
         if (r->has_match_cmdline) {
@@ -123,7 +136,7 @@ int tune_rule_matches(const tune_policy_rule *rule, tune_proc_facts *f) {
         if (!rule || !f || !has_criteria(rule, NULL, NULL))
                 return 0;
         /* comm is usually known already (from the event or stat): the cheapest filter. */
-        if (rule->match_comm && (!tune_proc_facts_get(f, TUNE_FACT_COMM) || fnmatch(rule->match_comm, f->comm, 0) != 0))
+        if (rule->match_comm && (!tune_proc_facts_get(f, TUNE_FACT_COMM) || !tune_glob_match(rule->match_comm, f->comm)))
                 return 0;
         return check_stable(rule, f) && check_volatile(rule, f);
 }

@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-#include <fnmatch.h>
-
+#include "npu-tuned/match.h"
 #include "npu-tuned/thread-role.h"
 
 static const char *const role_names[_TUNE_ROLE_MAX] = {
@@ -21,7 +20,7 @@ static bool role_matches(const tune_policy_role *role, const char *comm) {
         if (!comm || !role->name_globs)
                 return false;
         for (char **g = role->name_globs; *g; g++)
-                if (fnmatch(*g, comm, 0) == 0)
+                if (tune_glob_match(*g, comm))
                         return true;
         return false;
 }

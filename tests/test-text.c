@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* libtune/basic/text.c and the decimal formatters of npu-tuned/macro.h: the hand-made
+ * replacements of snprintf on the placement path must write what snprintf wrote. */
+#include <inttypes.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "npu-tuned/macro.h"
+#include "npu-tuned/text.h"
+
+static void test_signed(void **state) {
+        const int64_t values[] = { 0, 1, -1, 9, -10, 4194304, INT32_MIN, INT64_MAX, INT64_MIN };
+        char d[TUNE_DECIMAL_MAX + 1], want[32];
+
+        (void) state;
+        for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
+                snprintf(want, sizeof want, "%" PRId64, values[i]);
+                assert_string_equal(tune_format_signed(d, values[i]), want);
+        }
+}
+
+static void test_concat(void **state) {
+        char buf[8];
+
+        (void) state;
+        assert_string_equal(tune_concat(buf, sizeof buf, "ab", "", "cd", NULL), "abcd");
+        assert_string_equal(tune_concat(buf, sizeof buf, NULL), "");
+        /* Cut where snprintf cuts: size - 1 bytes and the NUL. */
+        assert_string_equal(tune_concat(buf, sizeof buf, "abcde", "fghij", NULL), "abcdefg");
+        assert_string_equal(tune_concat(buf, sizeof buf, "abcdefgh", "ij", NULL), "abcdefg");
+        buf[0] = 'x';
+        assert_ptr_equal(tune_concat(buf, 0, "a", NULL), buf);
+        assert_int_equal(buf[0], 'x');
+}
+
+static void test_text(void **state) {
+        tune_text t = {};
+        char *s = NULL, want[64];
+
+        (void) state;
+        assert_int_equal(tune_text_take(&t, &s), 0);
+        assert_string_equal(s, "");
+        free(s);
+        for (int i = 0; i < 1000; i++) {
+                tune_text_put_str(&t, "pid ");
+                tune_text_put_i64(&t, -i);
+                tune_text_put(&t, "\n", 1);
+        }
+        tune_text_put_u64(&t, UINT64_MAX);
+        assert_int_equal(tune_text_take(&t, &s), 0);
+        assert_null(t.buf);
+        assert_non_null(strstr(s, "pid 0\npid -1\npid -2\n"));
+        snprintf(want, sizeof want, "pid -999\n%" PRIu64, UINT64_MAX);
+        assert_string_equal(s + strlen(s) - strlen(want), want);
+        free(s);
+        t.oom = true;
+        tune_text_put_str(&t, "lost");
+        assert_int_equal(tune_text_take(&t, &s), -ENOMEM);
+        assert_null(t.buf);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_signed),
+                cmocka_unit_test(test_concat),
+                cmocka_unit_test(test_text),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
