@@ -38,6 +38,7 @@
 #include "npu-tuned/attribution.h"
 #include "npu-tuned/match.h"
 #include "npu-tuned/proc.h"
+#include "watcher-driver.h"
 #include "watcher-registry.h"
 #include "watcher.h"
 
@@ -143,6 +144,7 @@ struct Watcher {
         uint64_t last_resync_usec;
         bool resync_pending;
         uint64_t budget_warned_usec; /* the last warning of a match refused for its user's share */
+        DriverQuery driver;          /* watcher-driver.c */
 };
 
 static inline uint64_t watcher_now_usec(Watcher *w) {

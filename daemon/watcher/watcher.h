@@ -69,6 +69,10 @@ typedef struct watcher_params {
         unsigned max_managed;           /* matched processes at most; 0: 4096 */
         bool all_thread_names;          /* read every managed thread's name (the probe), not only
                                          * where the rule's roles take threads by name */
+        const char *driver_query;       /* npu-tuned-driver-query to run for a matched process with no
+                                         * accelerator (watcher-driver.h); NULL: never */
+        const char *driver_library_dir; /* passed to it as --library-dir; NULL: the system's */
+        unsigned driver_query_interval_ms; /* at most one query per; 0: 30000 */
 } watcher_params;
 
 /* The policy's options section, with defaults. p may be NULL. */
