@@ -51,6 +51,7 @@ static void stop_reading(DriverQuery *q) {
         q->buf = NULL;
         q->len = 0;
         q->overflow = false;
+        q->eof = false;
 }
 
 /* Every managed process still without accelerators, attributed again with the answer. */
@@ -75,7 +76,7 @@ static void attribute_again(Watcher *w) {
 static void finish(Watcher *w, bool timed_out) {
         DriverQuery *q = &w->driver;
         tune_driver_procs d;
-        int status = 0, r;
+        int status = q->status, r;
 
         if (!reap(q, &status)) {
                 /* Its output closed but it runs on, or the deadline passed: a library stuck
@@ -87,8 +88,8 @@ static void finish(Watcher *w, bool timed_out) {
                         timed_out = WIFSIGNALED(status);
         }
         if (timed_out) {
-                log_warning("The driver query did not answer within %llu ms, killed it; asking again in %u s at the earliest.",
-                            DRIVER_DEADLINE_USEC / 1000, w->params.driver_query_interval_ms / 1000);
+                log_warning("The driver query did not answer within %llu ms, killed it; asking again in %u ms at the earliest.",
+                            DRIVER_DEADLINE_USEC / 1000, w->params.driver_query_interval_ms);
                 stop_reading(q);
                 return;
         }
@@ -129,6 +130,22 @@ static void finish(Watcher *w, bool timed_out) {
         attribute_again(w);
 }
 
+/* Its output closed: it exits now, or soon. The exit is looked for every 10 ms until the
+ * deadline (a zombie's status can come a moment after its descriptors closed). */
+static void output_closed(Watcher *w) {
+        DriverQuery *q = &w->driver;
+        uint64_t next = watcher_now_usec(w) + 10 * 1000;
+
+        if (reap(q, &q->status)) {
+                finish(w, false);
+                return;
+        }
+        q->eof = true;
+        q->io = sd_event_source_disable_unref(q->io);
+        if (next < q->deadline_usec)
+                (void) sd_event_source_set_time(q->deadline, next);
+}
+
 static int on_output(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Watcher *w = userdata;
         DriverQuery *q = &w->driver;
@@ -139,11 +156,11 @@ static int on_output(sd_event_source *s, int fd, uint32_t revents, void *userdat
         if (k < 0) {
                 if (errno == EAGAIN || errno == EINTR)
                         return 0;
-                finish(w, false);
+                output_closed(w);
                 return 0;
         }
         if (k == 0) {
-                finish(w, false);
+                output_closed(w);
                 return 0;
         }
         /* One byte past the bound tells the parser it was cut; the rest is read and dropped
@@ -166,7 +183,16 @@ static int on_output(sd_event_source *s, int fd, uint32_t revents, void *userdat
 }
 
 static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
-        finish(userdata, true);
+        Watcher *w = userdata;
+        DriverQuery *q = &w->driver;
+        uint64_t next = watcher_now_usec(w) + 10 * 1000;
+
+        if (q->eof && !reap(q, &q->status) && next < q->deadline_usec) {
+                (void) sd_event_source_set_time(s, next);
+                (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+                return 0;
+        }
+        finish(w, q->child > 0);
         return 0;
 }
 
@@ -188,6 +214,7 @@ void watcher_driver_request(Watcher *w) {
                 return;
         }
         q->started_ticks = boottime_ticks();
+        q->status = 0;
         pid = fork();
         if (pid < 0) {
                 log_warning_errno(errno, "Failed to start the driver query: %m");
@@ -218,10 +245,10 @@ void watcher_driver_request(Watcher *w) {
         close(pipefd[1]);
         q->child = pid;
         q->fd = pipefd[0];
+        q->deadline_usec = now + DRIVER_DEADLINE_USEC;
         r = sd_event_add_io(w->event, &q->io, q->fd, EPOLLIN, on_output, w);
         if (r >= 0)
-                r = sd_event_add_time_relative(w->event, &q->deadline, CLOCK_MONOTONIC, DRIVER_DEADLINE_USEC, 0,
-                                               on_deadline, w);
+                r = sd_event_add_time(w->event, &q->deadline, CLOCK_MONOTONIC, q->deadline_usec, 0, on_deadline, w);
         if (r < 0) {
                 log_warning_errno(r, "Failed to watch the driver query: %m");
                 finish(w, true);

@@ -20,6 +20,9 @@ typedef struct DriverQuery {
         char *buf;
         size_t len;
         bool overflow;
+        bool eof;                 /* its output closed: waiting for it to exit */
+        int status;               /* its wait status, once reaped */
+        uint64_t deadline_usec;   /* CLOCK_MONOTONIC */
         uint64_t last_start_usec; /* CLOCK_MONOTONIC */
         uint64_t started_ticks;   /* CLOCK_BOOTTIME in clock ticks, as /proc/PID/stat counts start times */
         tune_driver_procs answer; /* the last answer; valid when answered */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* A stand-in libnvidia-ml.so.1 for tests: the functions npu-tuned-driver-query calls,
- * with fixed answers. Two GPUs, 0000:3b:00.0 and 0000:5e:00.0. Their processes: those in
+ * with fixed answers. Two GPUs, 0000:10:00.0 and 0000:1a:00.0 (the
+ * first two accelerators tests/watcher/watcher-probe.c makes up). Their processes: those in
  * STUB_DIR/stub-nvml-pids ("INDEX PID" lines) when that file exists, else 4242 and a pid
  * 0 (which the query must drop) on the first and 5151 on the second. With
  * STUB_DIR/stub-nvml-hang, nvmlInit_v2 never returns. It also prints to stdout, as some
@@ -57,7 +58,7 @@ int nvmlDeviceGetHandleByIndex_v2(unsigned i, void **d) {
 
 int nvmlDeviceGetPciInfo_v3(void *d, pci_info *p) {
         memset(p, 0, sizeof *p);
-        snprintf(p->bus_id, sizeof p->bus_id, "%s", d == &devices[0] ? "00000000:3B:00.0" : "00000000:5E:00.0");
+        snprintf(p->bus_id, sizeof p->bus_id, "%s", d == &devices[0] ? "00000000:10:00.0" : "00000000:1A:00.0");
         return 0;
 }
 
