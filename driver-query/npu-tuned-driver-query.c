@@ -145,8 +145,12 @@ static int query_nvml(void *h) {
                 fprintf(stderr, "libnvidia-ml.so.1: a function is missing (a driver older than 510?)\n");
                 return -ENOSYS;
         }
-        if (init() != 0) {
-                fprintf(stderr, "libnvidia-ml.so.1: nvmlInit_v2 failed\n");
+        int r = init();
+        if (r != 0) {
+                /* 999, unknown, or 12, no permission: a device cgroup that keeps /dev/nvidiactl shut
+                 * (the systemd unit's DevicePolicy=closed without the DeviceAllow= docs/placement.md gives). */
+                fprintf(stderr, "libnvidia-ml.so.1: nvmlInit_v2 failed (NVML error %d): can this process open "
+                                "/dev/nvidiactl?\n", r);
                 return -EIO;
         }
         fprintf(out, "via nvml\n");
@@ -209,8 +213,10 @@ static int query_dcmi(void *h) {
                 fprintf(stderr, "libdcmi.so: a function is missing\n");
                 return -ENOSYS;
         }
-        if (init() != 0) {
-                fprintf(stderr, "libdcmi.so: dcmi_init failed\n");
+        int r = init();
+        if (r != 0) {
+                fprintf(stderr, "libdcmi.so: dcmi_init failed (DCMI error %d): can this process open "
+                                "/dev/davinci_manager?\n", r);
                 return -EIO;
         }
         fprintf(out, "via dcmi\n");
