@@ -17,6 +17,10 @@
 #include "watcher-decide.h"
 #include "watcher-internal.h"
 
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+
 #define DRIVER_DEADLINE_USEC (2 * 1000 * 1000ULL)
 
 static uint64_t boottime_ticks(void) {
@@ -239,6 +243,9 @@ void watcher_driver_request(Watcher *w) {
                 (void) sigprocmask(SIG_UNBLOCK, &all, NULL);
                 if (null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(pipefd[1], STDOUT_FILENO) < 0)
                         _exit(127);
+                /* Nothing else of the daemon's reaches a vendor library (a descriptor
+                 * opened without O_CLOEXEC somewhere); failing that, exec closes the rest. */
+                (void) syscall(SYS_close_range, 3U, ~0U, 0U);
                 execve(argv[0], (char *const *) argv, envp);
                 _exit(127);
         }
