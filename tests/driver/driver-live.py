@@ -25,9 +25,7 @@ import threading
 import time
 
 probe_bin, server_bin, query_bin, stub = sys.argv[1:5]
-stub_dir = os.path.join(os.path.dirname(stub), "driver")  # STUB_DIR of stub-nvml.c
-pids_file = os.path.join(stub_dir, "stub-nvml-pids")
-hang_file = os.path.join(stub_dir, "stub-nvml-hang")
+stub_dir = os.path.join(os.path.dirname(stub), "driver")
 
 
 def fail(msg):
@@ -43,10 +41,9 @@ def skip(msg):
 if os.geteuid() != 0:
     skip("needs root (the proc connector; the driver library must be root's)")
 os.makedirs(stub_dir, exist_ok=True)
-for f in (pids_file, hang_file):
-    if os.path.exists(f):
-        os.unlink(f)
 lib = os.path.realpath(tempfile.mkdtemp(prefix="lib.", dir=stub_dir))
+pids_file = os.path.join(lib, "stub-nvml-pids")  # the stub's switches, beside it
+hang_file = os.path.join(lib, "stub-nvml-hang")
 d = lib
 while d != "/":
     d = os.path.dirname(d)
@@ -186,9 +183,6 @@ try:
         fail(f"the probe died: {probe.returncode}")
     print("ok: a hanging query killed at 2 s, nothing left")
 finally:
-    for f in (pids_file, hang_file):
-        if os.path.exists(f):
-            os.unlink(f)
     for p in reversed(procs):
         try:
             os.killpg(p.pid, signal.SIGKILL)

@@ -7,12 +7,11 @@
 set -euo pipefail
 query=${1:?the npu-tuned-driver-query binary}
 stub=${2:?the stub library}
-stub_dir=$(dirname "$stub")/driver # STUB_DIR, where the stub looks for its switches
+stub_dir=$(dirname "$stub")/driver
 fail() { echo "FAIL: $*"; exit 1; }
 
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root: the library must be root's to be loaded"; exit 77; }
 mkdir -p "$stub_dir"
-rm -f "$stub_dir/stub-nvml-pids" "$stub_dir/stub-nvml-hang"
 lib=$(realpath "$(mktemp -d "$stub_dir/lib.XXXXXX")")
 other=$(mktemp -d /tmp/npu-tuned-untrusted.XXXXXX)
 trap 'rm -rf "$lib" "$other"' EXIT
@@ -46,10 +45,10 @@ printf 'via nvml\n4242 0000:10:00.0\n5151 0000:1a:00.0\n' | cmp -s - "$lib.out" 
 grep -q 'stub NVML: hello on stdout' "$lib.err" || fail "the library's own stdout went nowhere: $(cat "$lib.err")"
 echo "ok: the stub's processes, as sysfs addresses"
 
-printf '0 31337\n1 31338\n1 0\n0 4194305\n' >"$stub_dir/stub-nvml-pids"
+printf '0 31337\n1 31338\n1 0\n0 4194305\n' >"$lib/stub-nvml-pids"
 run 0 --library-dir "$lib"
 printf 'via nvml\n31337 0000:10:00.0\n31338 0000:1a:00.0\n' | cmp -s - "$lib.out" || fail "output: $(cat "$lib.out")"
-rm -f "$stub_dir/stub-nvml-pids"
+rm -f "$lib/stub-nvml-pids"
 echo "ok: pids 0 and above the kernel's limit dropped"
 
 # Refused: a library others may write, a directory others may write, a file not root's.
@@ -87,12 +86,12 @@ run 1 --library-dir relative/dir
 echo "ok: no library, exit 2"
 
 # A library that hangs is the daemon's to kill; here: it does not answer within 2 s.
-touch "$stub_dir/stub-nvml-hang"
+touch "$lib/stub-nvml-hang"
 set +e
 timeout 2 "$query" --library-dir "$lib" >"$lib.out" 2>/dev/null
 rc=$?
 set -e
-rm -f "$stub_dir/stub-nvml-hang"
+rm -f "$lib/stub-nvml-hang"
 [ "$rc" -eq 124 ] || fail "the hanging stub: exit $rc, want 124 (timeout)"
 [ ! -s "$lib.out" ] || fail "the hanging stub printed lines"
 echo "ok: the hang switch works (the daemon's deadline is tested with the daemon)"
