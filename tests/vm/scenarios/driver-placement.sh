@@ -79,7 +79,7 @@ for task in /proc/"$target"/task/*; do
 done
 vm_expect_eq "threads (main, ctl-0, ctl-1, work-0, work-1)" "$n" 5
 vm_check "the log says the accelerator came from the driver" grep -q "edu:0 from the driver (nvml)" /tmp/daemon.log
-vm_daemon_stop
+vm_daemon_stop TERM
 vm_expect_eq "daemon exit status" "$VM_DAEMON_RC" 0
 vm_expect_eq "main thread restored" "$(awk '/^Cpus_allowed_list:/ { print $2 }' /proc/"$target"/status)" "$original"
 kill "$target" 2>/dev/null
@@ -98,7 +98,7 @@ vm_wait_for 20 grep -q '^ready' /tmp/ready2 || vm_fail "threads-target did not s
 vm_wait_for 20 grep -q "No accelerator driver library" /tmp/daemon2.log || true
 vm_check "a group-writable library is refused" grep -q "not root's alone: not loading it" /tmp/daemon2.log
 vm_expect_eq "the unattributed worker is left alone" "$(awk '/^Cpus_allowed_list:/ { print $2 }' /proc/"$target"/status)" "$original"
-vm_daemon_stop
+vm_daemon_stop TERM
 kill "$target" 2>/dev/null
 echo "--- second daemon log ---"
 cat /tmp/daemon2.log
