@@ -103,11 +103,14 @@ static void *load(const char *const *dirs, const char *name) {
                         continue; /* said why */
                 snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", fd);
                 h = dlopen(fdpath, RTLD_NOW | RTLD_LOCAL);
-                close(fd);
                 if (!h) {
                         fprintf(stderr, "%s: %s\n", path, dlerror());
+                        close(fd);
                         continue;
                 }
+                /* The descriptor stays open until exit: the loader knows a library by the
+                 * name it was opened by, and a second "/proc/self/fd/N" with the number
+                 * reused would be taken for the first library. */
                 return h;
         }
         return NULL;

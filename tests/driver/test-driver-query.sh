@@ -6,7 +6,9 @@
 # someone other than root owns or may write, a link into such a directory.
 set -euo pipefail
 query=${1:?the npu-tuned-driver-query binary}
-stub=${2:?the stub library}
+stub=${2:?the stub NVML}
+stub_dcmi=${3:?the stub DCMI}
+stub_dcmi_v1=${4:?the stub DCMI without dcmi_get_device_pcie_info_v2}
 stub_dir=$(dirname "$stub")/driver
 fail() { echo "FAIL: $*"; exit 1; }
 
@@ -84,6 +86,23 @@ run 2 --library-dir "$other"
 grep -q 'no driver library answered' "$lib.err" || fail "$(cat "$lib.err")"
 run 1 --library-dir relative/dir
 echo "ok: no library, exit 2"
+
+# DCMI: the chips' addresses with their domain, the pid -1 and the MCU's failure skipped,
+# 32 of the 33 processes; NVML's lines first when both are there.
+install -m 644 "$stub_dcmi" "$lib/libdcmi.so"
+run 0 --library-dir "$lib"
+{
+        printf 'via nvml\n4242 0000:10:00.0\n5151 0000:1a:00.0\nvia dcmi\n120731 0000:c1:00.0\n120732 0000:c1:00.0\n'
+        for i in $(seq 0 31); do echo "$((200000 + i)) 0001:41:00.0"; done
+} | cmp -s - "$lib.out" || fail "NVML and DCMI: $(cat "$lib.out")"
+rm "$lib/libnvidia-ml.so.1" "$lib/libnvidia-ml.so.1.550.54"
+install -m 644 "$stub_dcmi_v1" "$lib/libdcmi.so"
+run 0 --library-dir "$lib"
+grep -q '^200000 0000:41:00.0$' "$lib.out" || fail "an older DCMI (no domain): $(cat "$lib.out")"
+[ "$(head -1 "$lib.out")" = "via dcmi" ] || fail "DCMI alone: $(head -1 "$lib.out")"
+install -m 644 "$stub" "$lib/libnvidia-ml.so.1"
+rm "$lib/libdcmi.so"
+echo "ok: DCMI: each chip's PCI address (domain 0000 taken without the _v2 call), at most 32 processes a chip"
 
 # A library that hangs is the daemon's to kill; here: it does not answer within 2 s.
 touch "$lib/stub-nvml-hang"
