@@ -58,9 +58,14 @@ static void stop_reading(DriverQuery *q) {
         q->eof = false;
 }
 
-/* Every managed process still without accelerators, attributed again with the answer. */
-static void attribute_again(Watcher *w) {
+/* Every managed process still without accelerators is looked at again now, with the
+ * answer: its device-file retry made due and the reconcile timer set to now, whose
+ * handler (watcher-reconcile.c) checks it is alive and attributes it. Through data: the
+ * files that evaluate are above this one (watcher-internal.h, "Order"). */
+static void recheck_waiting(Watcher *w) {
         _cleanup_free_ pid_t *pids = NULL;
+        uint64_t now = watcher_now_usec(w);
+        bool any = false;
         size_t n = 0;
 
         if (registry_pids(w->registry, &pids, &n) < 0)
@@ -69,12 +74,14 @@ static void attribute_again(Watcher *w) {
                 Entry *e = registry_get(w->registry, pids[i]);
                 if (!e || !e->matched || !watcher_device_retry_wanted(e->p.rule, &e->p.attribution))
                         continue;
-                if (!entry_alive(e)) {
-                        entry_release(e, WATCHER_EXIT_EXITED);
-                        continue;
-                }
-                entry_device_check(e);
+                e->next_device_usec = now;
+                any = true;
         }
+        if (!any || !w->timer)
+                return;
+        (void) sd_event_source_set_time(w->timer, now);
+        (void) sd_event_source_set_enabled(w->timer, SD_EVENT_ONESHOT);
+        w->timer_due_usec = now;
 }
 
 static void finish(Watcher *w, bool timed_out) {
@@ -131,7 +138,7 @@ static void finish(Watcher *w, bool timed_out) {
         q->answer_ticks = q->started_ticks;
         q->answered = true;
         stop_reading(q);
-        attribute_again(w);
+        recheck_waiting(w);
 }
 
 /* Its output closed: it exits now, or soon. The exit is looked for every 10 ms until the

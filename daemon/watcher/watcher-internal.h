@@ -21,6 +21,8 @@
  *                          exit reasons' names
  *   watcher-threads.c      a managed process's thread list
  *   watcher-ancestry.c     the environment inherited from ancestors: cached, budgeted
+ *   watcher-driver.c       the driver query: run, read, killed at its deadline; its answer
+ *                          makes the waiting processes' device-file retries due
  *   watcher-match.c        evaluate: match, environment, attribution, becoming managed; the
  *                          retry of refused matches; setting the reconcile timer's time
  *   watcher-debounce.c     renames folded per process; its timer evaluates
