@@ -77,7 +77,8 @@ static int open_trusted(const char *path) {
                 close(dfd);
                 return r;
         }
-        fd = openat(dfd, p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        /* O_NONBLOCK: a FIFO planted there (by root: nobody else may) must not hang it. */
+        fd = openat(dfd, p, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
         close(dfd);
         if (fd < 0)
                 return -errno;
