@@ -84,6 +84,30 @@ static void recheck_waiting(Watcher *w) {
         w->timer_due_usec = now;
 }
 
+static int on_reap(sd_event_source *s, uint64_t usec, void *userdata) {
+        Watcher *w = userdata;
+        DriverQuery *q = &w->driver;
+
+        if (reap(q, &q->status)) {
+                q->reaper = sd_event_source_disable_unref(q->reaper);
+                return 0;
+        }
+        /* Still in the driver (uninterruptible): once a second, no new query meanwhile. */
+        (void) sd_event_source_set_time(s, watcher_now_usec(w) + 1000 * 1000);
+        (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+        return 0;
+}
+
+/* SIGKILL sent: the child is reaped here when it is gone, and until then no query runs. */
+static void reap_later(Watcher *w) {
+        DriverQuery *q = &w->driver;
+
+        if (q->child <= 0 || q->reaper || !w->event)
+                return;
+        if (sd_event_add_time(w->event, &q->reaper, CLOCK_MONOTONIC, watcher_now_usec(w) + 20 * 1000, 0, on_reap, w) >= 0)
+                (void) sd_event_source_set_description(q->reaper, "watcher-driver-query-reap");
+}
+
 static void finish(Watcher *w, bool timed_out) {
         DriverQuery *q = &w->driver;
         tune_driver_procs d;
@@ -102,6 +126,7 @@ static void finish(Watcher *w, bool timed_out) {
                 log_warning("The driver query did not answer within %llu ms, killed it; asking again in %u ms at the earliest.",
                             DRIVER_DEADLINE_USEC / 1000, w->params.driver_query_interval_ms);
                 stop_reading(q);
+                reap_later(w);
                 return;
         }
         if (WIFEXITED(status) && (WEXITSTATUS(status) == 2 || WEXITSTATUS(status) == 127)) {
@@ -217,7 +242,7 @@ void watcher_driver_request(Watcher *w) {
                 return;
         if (q->last_start_usec != 0 && now < q->last_start_usec + (uint64_t) w->params.driver_query_interval_ms * 1000)
                 return;
-        if (q->child > 0 && !reap(q, &(int){ 0 })) /* the last one, killed, still not gone */
+        if (q->child > 0) /* the last one, killed, not gone yet (reap_later()) */
                 return;
         q->last_start_usec = now;
         if (pipe2(pipefd, O_CLOEXEC | O_NONBLOCK) < 0) {
@@ -293,6 +318,7 @@ void watcher_driver_done(Watcher *w) {
                 }
                 stop_reading(q);
         }
+        q->reaper = sd_event_source_disable_unref(q->reaper);
         tune_driver_procs_done(&q->answer);
         q->answered = false;
 }

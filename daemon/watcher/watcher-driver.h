@@ -17,6 +17,7 @@ typedef struct DriverQuery {
         pid_t child;              /* running (or killed and not reaped yet); 0: none */
         int fd;                   /* its stdout */
         sd_event_source *io, *deadline;
+        sd_event_source *reaper;  /* a killed child not gone yet: looked for until it is */
         char *buf;
         size_t len;
         bool overflow;

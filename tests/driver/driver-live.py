@@ -9,7 +9,10 @@ and the kernel's proc connector, the driver being a stand-in NVML (stub-nvml.c):
   - a pid the driver lists that is no managed process changes nothing;
   - a later answer that no longer names it takes nothing back (a reload re-evaluates);
   - a query that hangs is killed at its deadline (2 s), said so on stderr, and leaves no
-    process behind.
+    process behind;
+  - a process that began after a query began is not taken from that query's answer,
+    though the answer names its pid (the pid may have been another process's when the
+    driver looked), only from the next query's.
 
 Needs root in the initial namespaces (the proc connector; the library must be root's):
 skips (77) and says which otherwise.
@@ -168,20 +171,68 @@ try:
     else:
         err.seek(0)
         fail(f"no deadline message; stderr: {err.read()[-2000:]}")
-    time.sleep(0.3)
-    left = []
-    for p in os.listdir("/proc"):
-        if p.isdigit():
-            try:
-                if os.path.realpath(f"/proc/{p}/exe") == os.path.realpath(query_bin):
-                    left.append(p)
-            except OSError:
-                pass
-    if left:
-        fail(f"query processes left behind: {left}")
+    # The query that was killed (the last one asked before the message) is gone, reaped:
+    # the next one may run already (the second process still waits, the library still hangs).
+    err.seek(hang_from)
+    text = err.read()
+    said = text.index("did not answer within 2000 ms")
+    killed = re.findall(r"Asking the driver which processes use which device \(pid (\d+)\)", text[:said])
+    if not killed:
+        fail(f"no query was asked before the deadline message: {text[-2000:]}")
+    deadline = time.monotonic() + 3
+    while os.path.exists(f"/proc/{killed[-1]}"):
+        if time.monotonic() > deadline:
+            fail(f"the killed query {killed[-1]} is still there (or not reaped) 3 s after the deadline")
+        time.sleep(0.05)
     if probe.poll() is not None:
         fail(f"the probe died: {probe.returncode}")
     print("ok: a hanging query killed at 2 s, nothing left")
+
+    # A process that began while a query ran: that answer names it, but only the next
+    # query's is taken. The stand-in takes a second before it reads the pids; the
+    # second process still waits (unattributed), so the watcher keeps asking.
+    os.unlink(hang_file)
+    delay_file = os.path.join(lib, "stub-nvml-delay")
+    open(delay_file, "w").close()
+    err.seek(0, os.SEEK_END)
+    before = err.tell()
+    deadline = time.monotonic() + 8
+    while True:  # a query that begins from now on
+        err.seek(before)
+        text = err.read()
+        if "Asking the driver" in text:
+            break
+        if time.monotonic() > deadline:
+            fail("no query began")
+        time.sleep(0.01)
+    late = subprocess.Popen([server_bin, "pause"], env={"PATH": "/usr/bin:/bin"}, start_new_session=True)
+    procs.append(late)
+    with open(pids_file, "w") as f:
+        f.write(f"0 {late.pid}\n")
+    with lock:
+        n = len(lines)
+    wait_line(lambda l: l.startswith("matched ") and fields(l)["pid"] == str(late.pid), 10, "the late match", start=n)
+    err.seek(0, os.SEEK_END)
+    asked = err.tell()
+    deadline = time.monotonic() + 8
+    while True:  # that query's answer, which names the late process
+        err.seek(before)
+        text = err.read()
+        if "The driver query named 1 process(es)" in text:
+            break
+        if time.monotonic() > deadline:
+            fail(f"no answer naming the late process: {text[-1500:]}")
+        time.sleep(0.05)
+    time.sleep(0.5)
+    with lock:
+        early = [l for l in lines[n:] if l.startswith("changed ") and fields(l)["pid"] == str(late.pid)]
+    if early:
+        fail(f"taken from the answer of a query that began before it: {early}")
+    c = wait_line(lambda l: l.startswith("changed ") and fields(l)["pid"] == str(late.pid), 10,
+                  "the next query's attribution", start=n)
+    if fields(c)["source"] != "driver":
+        fail(f"the late process: {c}")
+    print(f"ok: pid {late.pid}, begun while a query ran, taken only from the next query")
 finally:
     for p in reversed(procs):
         try:

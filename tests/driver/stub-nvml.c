@@ -8,6 +8,7 @@
  *   stub-nvml-pids   their processes, "INDEX PID" lines; without it 4242 and a pid 0
  *                    (which the query must drop) on the first GPU, 5151 on the second
  *   stub-nvml-hang   nvmlInit_v2 never returns
+ *   stub-nvml-delay  nvmlInit_v2 takes a second (the processes are read after it)
  * It also prints to stdout, as some libraries do, which must not reach the query's
  * output. */
 #include <stdint.h>
@@ -81,6 +82,9 @@ int nvmlInit_v2(void) {
                         n_buses++;
                 fclose(f);
         }
+        beside("stub-nvml-delay", path, sizeof path);
+        if (access(path, F_OK) == 0)
+                sleep(1);
         beside("stub-nvml-hang", path, sizeof path);
         if (access(path, F_OK) == 0)
                 for (;;)
