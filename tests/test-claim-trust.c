@@ -84,7 +84,8 @@ static void test_verify(void **state) {
         const tune_accel *one[] = { &npu0 }, *gpu[] = { &gpu0 }, *both[] = { &npu0, &gone };
         uid_t vllm = 1001;
         tune_policy_rule rule = { .name = (char *) "vllm-worker" };
-        tune_attribution env = { .source = TUNE_ATTRIBUTION_ENV }, fds = { .source = TUNE_ATTRIBUTION_DEVICE_FILES };
+        tune_attribution env = { .source = TUNE_ATTRIBUTION_ENV }, fds = { .source = TUNE_ATTRIBUTION_DEVICE_FILES },
+                         driver = { .source = TUNE_ATTRIBUTION_DRIVER, .variable = "dcmi" };
         tune_creds nobody, service, rootc = {};
         tune_claim c;
         (void) state;
@@ -129,6 +130,11 @@ static void test_verify(void **state) {
         assert_int_equal(tune_claim_verify(ctx, &in, &c), 0);
         assert_int_equal(c.tier, TUNE_CLAIM_VERIFIED);
         assert_string_equal(c.why, "holds its accelerators' device files open");
+        /* So does the driver listing it on them (it had to open the device to use it). */
+        in.attribution = &driver;
+        assert_int_equal(tune_claim_verify(ctx, &in, &c), 0);
+        assert_int_equal(c.tier, TUNE_CLAIM_VERIFIED);
+        assert_string_equal(c.why, "the driver lists it on its accelerators");
         in.attribution = &env;
         /* The rule names its user: the author vouches (the matcher saw the uid). */
         rule.match_uids = &vllm;

@@ -49,6 +49,7 @@ with tempfile.TemporaryDirectory() as dest:
     want = {
         f"{prefix}/{opts['sbindir']}/npu-tuned",
         f"{prefix}/{opts['bindir']}/npu-tunectl",
+        f"{prefix}/{opts['libexecdir']}/npu-tuned-driver-query",
         f"{share}/dbus-1/system.d/org.nputuned1.conf",
         f"{share}/dbus-1/interfaces/org.nputuned1.Manager.xml",
         f"{share}/npu-tuned/policies/10-default.json",

@@ -156,9 +156,14 @@ void explain_print_text(json_object *j, FILE *f) {
                 fprintf(f, "  cgroup cpuset: CPUs %s, memory nodes %s (%s)\n", *str(j, "cgroup_cpus") ? str(j, "cgroup_cpus") : "any",
                         *str(j, "cgroup_mems") ? str(j, "cgroup_mems") : "any", esc(str(j, "cgroup"), e1, sizeof e1));
         fprintf(f, "  rule:          %s (%s)\n", esc(str(j, "rule"), e1, sizeof e1), esc(str(j, "rule_file"), e2, sizeof e2));
-        fprintf(f, "  accelerators:  %s (source: %s%s%s)\n", *str(j, "accelerators") ? str(j, "accelerators") : "none",
-                str(j, "accelerator_source"), *str(j, "accelerator_variable") ? ", " : "",
-                esc(str(j, "accelerator_variable"), e3, sizeof e3));
+        if (streq(str(j, "accelerator_source"), "driver"))
+                fprintf(f, "  accelerators:  %s (from the driver (%s): it lists this process on them)\n",
+                        *str(j, "accelerators") ? str(j, "accelerators") : "none",
+                        esc(str(j, "accelerator_variable"), e3, sizeof e3));
+        else
+                fprintf(f, "  accelerators:  %s (source: %s%s%s)\n", *str(j, "accelerators") ? str(j, "accelerators") : "none",
+                        str(j, "accelerator_source"), *str(j, "accelerator_variable") ? ", " : "",
+                        esc(str(j, "accelerator_variable"), e3, sizeof e3));
         if (*str(j, "binding")) {
                 fprintf(f, "  binding:       %s (%s)\n", binding_text(str(j, "binding")), esc(str(j, "binding_reason"), e1, sizeof e1));
                 if (*str(j, "engine_report"))
@@ -182,7 +187,7 @@ void explain_print_text(json_object *j, FILE *f) {
                         fprintf(f, " (its launcher's, as pid %s holds it: an ancestor, or a child of the launcher "
                                    "that kept it; its own being unusable)",
                                 str(j, "environment_from_pid"));
-                else if (!streq(str(j, "environment"), "read"))
+                else if (!streq(str(j, "environment"), "read") && !streq(str(j, "accelerator_source"), "driver"))
                         fprintf(f, " (and no launcher's environment stands in: npu-tuned does not guess its devices)");
                 fprintf(f, "\n");
         }

@@ -34,6 +34,8 @@ typedef struct daemon_options {
         pid_t explain_pid;
         bool json;
         const char *metrics_textfile; /* --metrics-textfile; NULL: the policy's */
+        const char *driver_query;     /* --driver-query: the program; NULL: none ("no") */
+        const char *driver_library_dir; /* --driver-library-dir; NULL: the system's */
         bool dry_run;
         bool no_watch;          /* implied when root is not "/" */
         daemon_bus bus;         /* --bus= */

@@ -154,6 +154,8 @@ static int manager_start_watcher(Manager *m) {
         int r;
 
         watcher_params_from_policy(policy, &params);
+        params.driver_query = m->options->driver_query;
+        params.driver_library_dir = m->options->driver_library_dir;
         if (!manager_dry_run(m)) {
                 /* A daemon killed before it could restore left affinity records: give those
                  * processes their originals back BEFORE the first scan places them again,

@@ -40,6 +40,11 @@ static void help(void) {
                "      --metrics-textfile PATH\n"
                "                            keep Prometheus metrics in PATH (*.prom, for\n"
                "                            node_exporter's textfile collector)\n"
+               "      --driver-query=no|PROGRAM\n"
+               "                            ask the accelerator driver (NVML, DCMI) which device a\n"
+               "                            matched process without one uses (default %s)\n"
+               "      --driver-library-dir DIR\n"
+               "                            load the driver's library from DIR only\n"
                "      --follow              with --dry-run: run on as a dry daemon, logging what\n"
                "                            it would do as processes come and go\n"
                "      --no-watch            do not watch processes (implied by --root)\n"
@@ -50,7 +55,7 @@ static void help(void) {
                "  -v, --verbose             debug logging (--log-level=debug)\n"
                "  -h, --help                show this help\n"
                "      --version             show the version\n",
-               PACKAGE_VERSION, STATE_DIR);
+               PACKAGE_VERSION, STATE_DIR, DRIVER_QUERY_PATH);
 }
 
 enum {
@@ -63,6 +68,8 @@ enum {
         ARG_POLICY_DIR,
         ARG_STATE_DIR,
         ARG_METRICS_TEXTFILE,
+        ARG_DRIVER_QUERY,
+        ARG_DRIVER_LIBRARY_DIR,
         ARG_JSON,
         ARG_DRY_RUN,
         ARG_FOLLOW,
@@ -96,6 +103,8 @@ static int parse_argv(int argc, char *argv[], daemon_options *o) {
                 { "policy-dir", required_argument, NULL, ARG_POLICY_DIR },
                 { "state-dir", required_argument, NULL, ARG_STATE_DIR },
                 { "metrics-textfile", required_argument, NULL, ARG_METRICS_TEXTFILE },
+                { "driver-query", required_argument, NULL, ARG_DRIVER_QUERY },
+                { "driver-library-dir", required_argument, NULL, ARG_DRIVER_LIBRARY_DIR },
                 { "json", no_argument, NULL, ARG_JSON },
                 { "dry-run", no_argument, NULL, ARG_DRY_RUN },
                 { "follow", no_argument, NULL, ARG_FOLLOW },
@@ -112,7 +121,7 @@ static int parse_argv(int argc, char *argv[], daemon_options *o) {
         bool follow = false;
         int c;
 
-        *o = (daemon_options){ .mode = MODE_RUN, .root = "/", .state_dir = STATE_DIR };
+        *o = (daemon_options){ .mode = MODE_RUN, .root = "/", .state_dir = STATE_DIR, .driver_query = DRIVER_QUERY_PATH };
         while ((c = getopt_long(argc, argv, "vh", options, NULL)) >= 0)
                 switch (c) {
                 case ARG_PRINT_TOPOLOGY:
@@ -165,6 +174,19 @@ static int parse_argv(int argc, char *argv[], daemon_options *o) {
                                 return -EINVAL;
                         }
                         o->metrics_textfile = optarg;
+                        break;
+                case ARG_DRIVER_QUERY:
+                case ARG_DRIVER_LIBRARY_DIR:
+                        if (c == ARG_DRIVER_QUERY && streq(optarg, "no")) {
+                                o->driver_query = NULL;
+                                break;
+                        }
+                        if (optarg[0] != '/') {
+                                fprintf(stderr, "npu-tuned: --%s: an absolute path, not %s\n",
+                                        c == ARG_DRIVER_QUERY ? "driver-query" : "driver-library-dir", optarg);
+                                return -EINVAL;
+                        }
+                        *(c == ARG_DRIVER_QUERY ? &o->driver_query : &o->driver_library_dir) = optarg;
                         break;
                 case ARG_JSON:
                         o->json = true;

@@ -21,6 +21,8 @@
  *                          exit reasons' names
  *   watcher-threads.c      a managed process's thread list
  *   watcher-ancestry.c     the environment inherited from ancestors: cached, budgeted
+ *   watcher-driver.c       the driver query: run, read, killed at its deadline; its answer
+ *                          makes the waiting processes' device-file retries due
  *   watcher-match.c        evaluate: match, environment, attribution, becoming managed; the
  *                          retry of refused matches; setting the reconcile timer's time
  *   watcher-debounce.c     renames folded per process; its timer evaluates
@@ -38,6 +40,7 @@
 #include "npu-tuned/attribution.h"
 #include "npu-tuned/match.h"
 #include "npu-tuned/proc.h"
+#include "watcher-driver.h"
 #include "watcher-registry.h"
 #include "watcher.h"
 
@@ -148,6 +151,7 @@ struct Watcher {
         uint64_t last_resync_usec;
         bool resync_pending;
         uint64_t budget_warned_usec; /* the last warning of a match refused for its user's share */
+        DriverQuery driver;          /* watcher-driver.c */
 };
 
 static inline uint64_t watcher_now_usec(Watcher *w) {

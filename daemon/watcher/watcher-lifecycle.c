@@ -43,6 +43,9 @@ int watcher_new(sd_event *e, const tune_ctx *ctx, const tune_accels *accels, con
                 w->params.max_managed = 4096;
         if (w->params.gave_up_retry_ms == 0)
                 w->params.gave_up_retry_ms = (unsigned) (PROC_GUARD_FIRST_BACKOFF_USEC / 1000) + 100;
+        if (w->params.driver_query_interval_ms == 0)
+                w->params.driver_query_interval_ms = 30000;
+        w->driver.fd = -EBADF;
         if (ops)
                 w->ops = *ops;
         w->userdata = userdata;
@@ -132,6 +135,7 @@ int watcher_reload(Watcher *w, const tune_accels *accels, const tune_policy *pol
         r = tune_attribution_env_names(policy, &names, &n_names);
         if (r < 0)
                 return r;
+        watcher_driver_reset(w); /* a driver installed since may answer now */
         r = registry_pids(w->registry, &pids, &n);
         if (r < 0) {
                 tune_strv_free(names);
@@ -229,6 +233,7 @@ Watcher *watcher_free(Watcher *w) {
         free(w->uid_counts);
         tune_strv_free(w->env_names);
         free(w->accel_rdevs);
+        watcher_driver_done(w);
         sd_event_unref(w->event);
         free(w);
         return NULL;

@@ -51,14 +51,25 @@ static int entry_attribute(Entry *e, tune_attribution *ret) {
                 .env = &e->p.env,
                 .rank = e->p.rank,
                 .accel_rdevs = w->accel_rdevs,
+                .driver = watcher_driver_answer(w, e->p.start_time),
+                .pid = e->p.pid,
         };
+        int r;
 
         if (e->p.rule->accel_mode == TUNE_ACCEL_AUTO && w->accel_rdevs && w->accels->n > 0 &&
             tune_proc_list_char_devices(w->ctx, e->p.pid, &devs, &n_devs) >= 0) {
                 in.open_devices = devs;
                 in.n_open_devices = n_devs;
         }
-        return tune_attribute(&in, ret);
+        r = tune_attribute(&in, ret);
+        /* The driver named its devices once: an answer of a later query that does not (it
+         * paused, the query failed) takes nothing back. */
+        if (r >= 0 && ret->source == TUNE_ATTRIBUTION_NONE && e->p.attribution.source == TUNE_ATTRIBUTION_DRIVER &&
+            e->p.rule->accel_mode == TUNE_ACCEL_AUTO) {
+                tune_attribution_done(ret);
+                r = tune_attribution_copy(ret, &e->p.attribution);
+        }
+        return r;
 }
 
 static void entry_log_match(Entry *e, const char *what) {
@@ -464,6 +475,9 @@ void entry_device_check(Entry *e) {
 
         if (entry_attribute(e, &a) < 0)
                 return;
+        /* Still none: the driver may know (at most one query per interval, off the loop). */
+        if (watcher_device_retry_wanted(e->p.rule, &a))
+                watcher_driver_request(e->w);
         if (!tune_attribution_equal(&a, &e->p.attribution)) {
                 tune_attribution_done(&e->p.attribution);
                 e->p.attribution = a;

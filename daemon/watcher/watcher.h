@@ -72,6 +72,10 @@ typedef struct watcher_params {
                                          * 0: the slow reader's first back-off and 100 ms */
         bool all_thread_names;          /* read every managed thread's name (the probe), not only
                                          * where the rule's roles take threads by name */
+        const char *driver_query;       /* npu-tuned-driver-query to run for a matched process with no
+                                         * accelerator (watcher-driver.h); NULL: never */
+        const char *driver_library_dir; /* passed to it as --library-dir; NULL: the system's */
+        unsigned driver_query_interval_ms; /* at most one query per; 0: 30000 */
 } watcher_params;
 
 /* The policy's options section, with defaults. p may be NULL. */

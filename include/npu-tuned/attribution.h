@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "npu-tuned/accel.h"
+#include "npu-tuned/driver-procs.h"
 #include "npu-tuned/policy.h"
 
 /* ---- The environment, captured at exec ---- */
@@ -70,6 +71,7 @@ typedef enum tune_attribution_source {
         TUNE_ATTRIBUTION_ENV_INHERITED, /* ... recorded at an ancestor's exec */
         TUNE_ATTRIBUTION_RANK,          /* no variable: the rank picked one of all devices of the host's only kind */
         TUNE_ATTRIBUTION_DEVICE_FILES,  /* the accelerator device files the process holds open */
+        TUNE_ATTRIBUTION_DRIVER,        /* the vendor driver's list of processes per device (variable: "nvml", "dcmi") */
         _TUNE_ATTRIBUTION_SOURCE_MAX,
 } tune_attribution_source;
 
@@ -114,6 +116,10 @@ typedef struct tune_attribution_input {
         const dev_t *open_devices;          /* char devices the process holds; NULL: not scanned */
         size_t n_open_devices;
         const dev_t *accel_rdevs;           /* parallel to accels->items; 0: unknown */
+        const tune_driver_procs *driver;    /* what the driver said; NULL: not asked. Only for a
+                                             * pid the caller checked was this process when the
+                                             * driver was asked */
+        pid_t pid;                          /* the process, for driver */
 } tune_attribution_input;
 
 /* Decide. In order: the rule's list (TUNE_ACCEL_EXPLICIT; nothing else is looked at);
@@ -122,7 +128,7 @@ typedef struct tune_attribution_input {
  * this host has; else, with a rank, a single kind of accelerator on the host and an
  * environment known to set no such variable (env usable: read, own or inherited), that
  * entry of all its devices (with the environment unknown: rank_refused, no guess); else
- * the device files. A rank picks entry rank % n of the
+ * the device files; else what the driver says the process uses. A rank picks entry rank % n of the
  * list it applies to (the rule's or a variable's). Returns 0 (also when nothing decided:
  * source NONE) or -ENOMEM. */
 int tune_attribute(const tune_attribution_input *in, tune_attribution *ret);

@@ -9,7 +9,8 @@
  *   1. it runs as root (euid or fsuid 0): root could pin itself anyway;
  *   2. its rule names who may claim (match.user or match.cgroup): the policy's author
  *      vouched for that user or cgroup (cgroups are made by root or delegated by it);
- *   3. it holds the accelerator's device files open (attribution from open devices);
+ *   3. it holds the accelerator's device files open (attribution from open devices), or
+ *      the driver lists it among the device's processes (attribution from the driver);
  *   4. its credentials (fsuid, fsgid, supplementary groups, from /proc/PID/status) may
  *      open every one of its accelerators' device nodes for reading and writing, as the
  *      kernel would decide by the nodes' owner, group and mode;

@@ -57,6 +57,8 @@ int tune_claim_verify(const tune_ctx *ctx, const tune_claim_input *in, tune_clai
                 return verified(ret, TUNE_CLAIM_VOUCHED, rule->match_uids ? "its rule names its user" : "its rule names its cgroup");
         if (in->attribution && in->attribution->source == TUNE_ATTRIBUTION_DEVICE_FILES && in->n_accels > 0)
                 return verified(ret, TUNE_CLAIM_VERIFIED, "holds its accelerators' device files open");
+        if (in->attribution && in->attribution->source == TUNE_ATTRIBUTION_DRIVER && in->n_accels > 0)
+                return verified(ret, TUNE_CLAIM_VERIFIED, "the driver lists it on its accelerators");
 
         for (unsigned i = 0; i < in->n_accels; i++) {
                 const tune_accel *a = in->accels[i];

@@ -30,6 +30,7 @@ static const char *const source_names[_TUNE_ATTRIBUTION_SOURCE_MAX] = {
         [TUNE_ATTRIBUTION_ENV_INHERITED] = "env-inherited",
         [TUNE_ATTRIBUTION_RANK] = "rank",
         [TUNE_ATTRIBUTION_DEVICE_FILES] = "device-files",
+        [TUNE_ATTRIBUTION_DRIVER] = "driver",
 };
 
 const char *tune_attribution_source_to_string(tune_attribution_source s) {
@@ -212,6 +213,8 @@ void tune_attribution_describe_source(const tune_attribution *a, const tune_env_
                 return;
         if (tune_attribution_restored(a, env))
                 tune_concat(buf, size, "attributed before the restart (from ", source, ")", NULL);
+        else if (a && a->source == TUNE_ATTRIBUTION_DRIVER)
+                tune_concat(buf, size, "from the driver (", a->variable, ")", NULL);
         else
                 tune_concat(buf, size, "from ", source, NULL);
 }
@@ -713,6 +716,22 @@ int tune_attribute(const tune_attribution_input *in, tune_attribution *ret) {
                                 buf[n++] = i;
                 if (n > 0) {
                         a.source = TUNE_ATTRIBUTION_DEVICE_FILES;
+                        r = set_result(&a, accels, buf, n, -1);
+                        if (r < 0)
+                                return r;
+                        *ret = a;
+                        return 0;
+                }
+        }
+
+        /* The driver's word, last: it knows the device a process uses once it uses one,
+         * whatever its environment said (a wiped one, a launcher that is gone). */
+        if (in->driver) {
+                const char *source;
+                unsigned n = tune_driver_procs_lookup(in->driver, in->pid, accels, buf, &source);
+                if (n > 0) {
+                        a.source = TUNE_ATTRIBUTION_DRIVER;
+                        snprintf(a.variable, sizeof a.variable, "%s", source);
                         r = set_result(&a, accels, buf, n, -1);
                         if (r < 0)
                                 return r;

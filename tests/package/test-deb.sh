@@ -29,6 +29,7 @@ fi
 want="/etc/npu-tuned/policies.d/
 /lib/systemd/system/npu-tuned.service
 /usr/bin/npu-tunectl
+/usr/libexec/npu-tuned-driver-query
 /usr/sbin/npu-tuned
 /usr/share/bash-completion/completions/npu-tunectl
 /usr/share/dbus-1/interfaces/org.nputuned1.Manager.xml

@@ -28,6 +28,7 @@ want="/etc/npu-tuned
 /etc/npu-tuned/policies.d
 /usr/bin/npu-tunectl
 /usr/lib/systemd/system/npu-tuned.service
+/usr/libexec/npu-tuned-driver-query
 /usr/sbin/npu-tuned
 /usr/share/bash-completion/completions/npu-tunectl
 /usr/share/dbus-1/interfaces/org.nputuned1.Manager.xml

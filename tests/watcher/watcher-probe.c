@@ -9,6 +9,7 @@
  *                 [--accel KIND:INDEX[:DEVPATH]]... [--kind NAME:ENV[:physical]]
  *                 [--rcvbuf-kib N] [--reconcile-ms N] [--device-retry-ms N] [--max N]
  *                 [--check-identity] [-v] [--then --rule NAME ...]
+ *                 [--driver-query PROGRAM [--driver-library-dir DIR] [--driver-interval-ms N]]
  *                 [--evaluate PID]
  *
  * Rules after --then form a second policy, swapped in with watcher_reload() on SIGHUP
@@ -191,6 +192,7 @@ int main(int argc, char *argv[]) {
                 ARG_RULE = 0x100, ARG_COMM, ARG_EXE, ARG_CMDLINE, ARG_UID, ARG_CGROUP, ARG_RANK_CMDLINE, ARG_RANK_COMM,
                 ARG_RANK_ENV, ARG_MODE, ARG_RULE_ACCEL, ARG_ACCEL, ARG_KIND, ARG_RCVBUF, ARG_RECONCILE, ARG_DEVICE_RETRY,
                 ARG_MAX, ARG_CHECK_IDENTITY, ARG_THEN, ARG_EVALUATE,
+                ARG_DRIVER_QUERY, ARG_DRIVER_LIBRARY_DIR, ARG_DRIVER_INTERVAL,
         };
         static const struct option options[] = {
                 { "rule", required_argument, NULL, ARG_RULE },
@@ -213,6 +215,9 @@ int main(int argc, char *argv[]) {
                 { "check-identity", no_argument, NULL, ARG_CHECK_IDENTITY },
                 { "then", no_argument, NULL, ARG_THEN },
                 { "evaluate", required_argument, NULL, ARG_EVALUATE },
+                { "driver-query", required_argument, NULL, ARG_DRIVER_QUERY },
+                { "driver-library-dir", required_argument, NULL, ARG_DRIVER_LIBRARY_DIR },
+                { "driver-interval-ms", required_argument, NULL, ARG_DRIVER_INTERVAL },
                 { "verbose", no_argument, NULL, 'v' },
                 {}
         };
@@ -338,6 +343,15 @@ int main(int argc, char *argv[]) {
                         break;
                 case ARG_CHECK_IDENTITY:
                         check_identity = true;
+                        break;
+                case ARG_DRIVER_QUERY:
+                        params.driver_query = optarg;
+                        break;
+                case ARG_DRIVER_LIBRARY_DIR:
+                        params.driver_library_dir = optarg;
+                        break;
+                case ARG_DRIVER_INTERVAL:
+                        params.driver_query_interval_ms = (unsigned) strtoul(optarg, NULL, 10);
                         break;
                 case 'v':
                         log_set_max_level(LOG_DEBUG);
