@@ -43,18 +43,34 @@ def skip(msg):
 
 if os.geteuid() != 0:
     skip("needs root (the proc connector; the driver library must be root's)")
+
+
+def untrusted_above(path):
+    """The first directory above path that is not root's alone ("DIR (uid U, mode M)"), or None."""
+    d = path
+    while d != "/":
+        d = os.path.dirname(d)
+        st = os.stat(d)
+        if st.st_uid != 0 or st.st_mode & 0o022:
+            return f"{d} (uid {st.st_uid}, mode {st.st_mode & 0o7777:o})"
+    return None
+
+
+# The query loads no library below a directory others may write: where the build tree lies
+# below one (a checkout under /tmp), the stub goes into a directory of root's under /run.
 os.makedirs(stub_dir, exist_ok=True)
 lib = os.path.realpath(tempfile.mkdtemp(prefix="lib.", dir=stub_dir))
+above = untrusted_above(lib)
+if above:
+    shutil.rmtree(lib)
+    lib = os.path.realpath(tempfile.mkdtemp(prefix="npu-tuned-driver-test.", dir="/run"))
+    above_run = untrusted_above(lib)
+    if above_run:
+        shutil.rmtree(lib)
+        skip(f"{above} is above the build tree and {above_run} above /run's: no library below either may be loaded")
+    print(f"the build tree lies below {above}, which others may write: the stub is loaded from {lib}")
 pids_file = os.path.join(lib, "stub-nvml-pids")  # the stub's switches, beside it
 hang_file = os.path.join(lib, "stub-nvml-hang")
-d = lib
-while d != "/":
-    d = os.path.dirname(d)
-    st = os.stat(d)
-    if st.st_uid != 0 or st.st_mode & 0o022:
-        shutil.rmtree(lib)
-        skip(f"{d} (above the build tree) is uid {st.st_uid}, mode {st.st_mode & 0o7777:o}: "
-             "no library below it may be loaded")
 os.chmod(lib, 0o755)
 shutil.copy(stub, os.path.join(lib, "libnvidia-ml.so.1"))
 os.chmod(os.path.join(lib, "libnvidia-ml.so.1"), 0o644)

@@ -13,21 +13,36 @@ stub_dir=$(dirname "$stub")/driver
 fail() { echo "FAIL: $*"; exit 1; }
 
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root: the library must be root's to be loaded"; exit 77; }
+# The query walks every directory above the library: where the build tree lies below one
+# that others may write (a checkout under /tmp), the stubs go into a directory of root's
+# under /run instead; only when that is not root's alone either is there nowhere to test.
+# untrusted_above DIR: the first directory above DIR that is not root's alone, or nothing.
+untrusted_above() {
+        local d=$1 owner mode
+        while [ "$d" != / ]; do
+                d=$(dirname "$d")
+                read -r owner mode < <(stat -c '%u %a' "$d")
+                if [ "$owner" != 0 ] || (( 8#$mode & 8#022 )); then
+                        echo "$d (uid $owner, mode $mode)"
+                        return
+                fi
+        done
+}
 mkdir -p "$stub_dir"
 lib=$(realpath "$(mktemp -d "$stub_dir/lib.XXXXXX")")
 other=$(mktemp -d /tmp/npu-tuned-untrusted.XXXXXX)
 trap 'rm -rf "$lib" "$other"' EXIT
-# The query walks every directory above the library: where the build tree lies below one
-# that others may write (a CI's checkout in a shared directory), nothing can be loaded.
-d=$lib
-while [ "$d" != / ]; do
-        d=$(dirname "$d")
-        read -r owner mode < <(stat -c '%u %a' "$d")
-        if [ "$owner" != 0 ] || (( 8#$mode & 8#022 )); then
-                echo "SKIP: $d (above the build tree) is uid $owner, mode $mode: no library below it may be loaded"
+above=$(untrusted_above "$lib")
+if [ -n "$above" ]; then
+        rm -rf "$lib"
+        lib=$(realpath "$(mktemp -d /run/npu-tuned-driver-test.XXXXXX)")
+        above_run=$(untrusted_above "$lib")
+        if [ -n "$above_run" ]; then
+                echo "SKIP: $above is above the build tree and $above_run above /run's: no library below either may be loaded"
                 exit 77
         fi
-done
+        echo "the build tree lies below $above, which others may write: the stubs are loaded from $lib"
+fi
 chmod 755 "$lib"
 install -m 644 "$stub" "$lib/libnvidia-ml.so.1"
 
