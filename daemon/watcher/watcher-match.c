@@ -121,8 +121,8 @@ static void entry_capture_env(Entry *e, bool at_exec) {
         }
         if (r < 0)
                 own.state = TUNE_ENV_UNREADABLE;
-        else if (tune_env_capture_parse(raw, len, truncated, (const char *const *) w->env_names, w->n_env_names,
-                                        &own) < 0)
+        else if (tune_env_capture_parse_indexed(raw, len, truncated, (const char *const *) w->env_names,
+                                                w->n_env_names, &w->env_index, &own) < 0)
                 own.state = TUNE_ENV_UNREADABLE;
         own.from_pid = e->p.pid;
         /* Found running without a usable environment of its own: what a daemon before a
