@@ -85,6 +85,7 @@ void tune_affinity_originals_done(tune_affinity_originals *j) {
         free(j->entries);
         j->entries = NULL;
         j->n = 0;
+        j->cap = 0;
         j->pid = 0;
         for (unsigned i = 0; i < j->n_sets; i++)
                 tune_cpuset_done(&j->sets[i]);
@@ -157,12 +158,18 @@ static int originals_insert(tune_affinity_originals *j, pid_t tid, const tune_cp
         r = tune_cpuset_copy(&e.original, original);
         if (r < 0)
                 return r;
-        a = realloc(j->entries, (j->n + 1) * sizeof(tune_affinity_entry));
-        if (!a) {
-                entry_done(&e);
-                return -ENOMEM;
+        if (j->n >= j->cap) {
+                /* Room for a few threads at a time: a new process's threads come one by
+                 * one, each with its insert. */
+                unsigned cap = j->n < 4 ? 8 : j->n * 2;
+                a = reallocarray(j->entries, cap, sizeof(tune_affinity_entry));
+                if (!a) {
+                        entry_done(&e);
+                        return -ENOMEM;
+                }
+                j->entries = a;
+                j->cap = cap;
         }
-        j->entries = a;
         memmove(&j->entries[i + 1], &j->entries[i], (j->n - i) * sizeof(tune_affinity_entry));
         j->entries[i] = e;
         j->n++;
