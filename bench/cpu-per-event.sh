@@ -12,9 +12,10 @@
 # host's own processes add events to both runs alike; system calls are not in these
 # counts (the matched path's are listed by strace in bench/RESULTS.md).
 # Valgrind 3.19 (Debian 12) does not know pidfd_open (system call 434): under it npu-tuned
-# has no pidfds and checks a managed process by reading its /proc/PID/stat where a real
-# run polls the pidfd (entry_alive(), at each of its threads' events), so the matched
-# count is an upper bound, by some 5-12 k instructions per matched process here.
+# has no pidfds, as on a kernel before 5.3. A match at an exec reads /proc/PID/stat once
+# either way (since the session of 2026-12-03 (second), bench/RESULTS.md); what a real run
+# does beside is its pidfd's own handling (a poll when the match is made and one when the
+# main thread exits; an event source when it exits before its other threads).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=build execs=1000 matched=20

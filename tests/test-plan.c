@@ -429,6 +429,38 @@ static void test_spanning_two_nodes(void **state) {
         placements_done(o, 3);
 }
 
+/* More claims and nodes than a plan keeps its scratch for on the stack (16 claims, 64
+ * nodes): twenty processes homed on node 0 of an 80-node host (4 CPUs a node, distances
+ * unknown) share node 0 round-robin, one CPU each to the first four, and borrow the rest
+ * from the nodes by id. */
+static void test_many_claims_many_nodes(void **state) {
+        _cleanup_(tune_topology_freep) tune_topology *t = fake_topology_new(80, 4, NULL, NULL, 32 * GIB_KIB);
+        tune_policy_rule rule = make_rule(1, 3, 0);
+        tune_plan_params params = {};
+        tune_accel npu = fake_accel("ascend", 0, "0000:01:00.0", 0);
+        const tune_accel *ptr = &npu;
+        tune_plan_request reqs[20];
+        tune_plan out[20] = {};
+        _cleanup_cpuset_ tune_cpuset all = {};
+        (void) state;
+
+        for (unsigned k = 0; k < 20; k++)
+                reqs[k] = (tune_plan_request) { .key = k, .rule = &rule, .accels = &ptr, .n_accels = 1 };
+        assert_int_equal(tune_plan_compute(t, &params, reqs, 20, out), 0);
+        assert_invariants(t, &params, out, 20);
+        for (unsigned k = 0; k < 20; k++) {
+                assert_int_equal(out[k].action, TUNE_PLAN_PLACE);
+                assert_int_equal(tune_cpuset_count(&out[k].pool), 4);
+                assert_true(tune_cpuset_has(&out[k].pool, k) == (k < 4));
+                assert_int_equal(tune_cpuset_is_empty(&out[k].borrowed_nodes), false);
+                assert_int_equal(tune_cpuset_or(&all, &out[k].pool), 0);
+        }
+        assert_set(&all, "0-79");
+        assert_set(&out[0].pool, "0,4-6");
+        assert_set(&out[19].pool, "76-79");
+        placements_done(out, 20);
+}
+
 /* Fair splitting and re-planning through the placer: elastic shares shrink when a process
  * joins a node and grow back when one exits; fixed ones never move; only changed processes
  * are reported. */
@@ -787,6 +819,7 @@ int main(void) {
                 cmocka_unit_test(test_unknown_accelerator_node),
                 cmocka_unit_test(test_too_few_cpus),
                 cmocka_unit_test(test_spanning_two_nodes),
+                cmocka_unit_test(test_many_claims_many_nodes),
                 cmocka_unit_test(test_placer_fair_split),
                 cmocka_unit_test(test_unattributed),
                 cmocka_unit_test(test_thread_classify),

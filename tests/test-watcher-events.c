@@ -688,6 +688,37 @@ static Entry *entry_of(world *t, pid_t pid) {
         return e;
 }
 
+/* A reload that names a new variable to capture (a rule's rank_env): the first processes
+ * exec'd after it have theirs captured. */
+static void test_reload_captures_new_env_name(void **state) {
+        world *t = *state;
+        tune_policy *ranked = fake_policy_parse(
+                "{\"version\": 1, \"processes\": ["
+                " {\"name\": \"vllm\", \"match\": {\"comm\": \"vllm*\", \"user\": 1000},"
+                "  \"rank\": {\"from\": \"env\", \"env\": \"MY_SHARD_RANK\"}}"
+                "]}");
+        char path[512];
+        FILE *f;
+
+        put_process(t, 100, 1000, "vllm", "/usr/bin/python3");
+        snprintf(path, sizeof path, "%s/proc/100/environ", t->root);
+        f = fopen(path, "we");
+        assert_non_null(f);
+        fwrite("PATH=/bin\0MY_SHARD_RANK=3\0", 1, sizeof "PATH=/bin\0MY_SHARD_RANK=3\0" - 1, f);
+        fclose(f);
+        exec_event(t, 100);
+        expect(t, "matched 100 vllm threads=1\n");
+        assert_null(tune_env_capture_get(&entry_of(t, 100)->p.env, "MY_SHARD_RANK"));
+
+        assert_int_equal(watcher_reload(t->w, NULL, ranked), 0);
+        tune_policy_free(t->policy);
+        t->policy = ranked;
+        exec_event(t, 100);
+        assert_non_null(tune_env_capture_get(&entry_of(t, 100)->p.env, "MY_SHARD_RANK"));
+        assert_string_equal(tune_env_capture_get(&entry_of(t, 100)->p.env, "MY_SHARD_RANK"), "3");
+        assert_int_equal(entry_of(t, 100)->p.rank, 3);
+}
+
 static void test_fork_child_stat_deferred(void **state) {
         world *t = *state;
         watcher_stats st;
@@ -917,6 +948,7 @@ static void test_gave_up_read_retried(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_exec_threads_exit, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_reload_captures_new_env_name, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_thread_names_by_rule, setup_roles, teardown),
                 cmocka_unit_test_setup_teardown(test_unmatch_on_exec, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_pid_reuse, setup, teardown),

@@ -99,7 +99,8 @@ static bool read_env(Watcher *w, uid_t uid, pid_t pid, size_t *walk_bytes, tune_
         if (r < 0)
                 return true;
         *walk_bytes += len;
-        if (tune_env_capture_parse(raw, len, truncated, (const char *const *) w->env_names, w->n_env_names, ret) < 0)
+        if (tune_env_capture_parse_indexed(raw, len, truncated, (const char *const *) w->env_names, w->n_env_names,
+                                           &w->env_index, ret) < 0)
                 *ret = (tune_env_capture) { .state = TUNE_ENV_UNREADABLE };
         ret->from_pid = pid;
         return true;

@@ -126,6 +126,7 @@ struct Watcher {
         dev_t *accel_rdevs;      /* parallel to accels->items; 0 unknown */
         char **env_names;
         unsigned n_env_names;
+        tune_env_name_index env_index; /* of env_names, built with them */
         watcher_stats stats;
         bool warned_full;
         watcher_uid_count *uid_counts;

@@ -55,6 +55,7 @@ int watcher_new(sd_event *e, const tune_ctx *ctx, const tune_accels *accels, con
         r = tune_attribution_env_names(policy, &w->env_names, &w->n_env_names);
         if (r < 0)
                 return r;
+        tune_env_name_index_build(&w->env_index, (const char *const *) w->env_names, w->n_env_names);
         r = watcher_reconcile_timer_new(w);
         if (r < 0) /* as before, when the first schedule made it: the watcher works without */
                 log_warning_errno(r, "Failed to arm the reconcile timer, reconciling on events only: %m");
@@ -144,6 +145,7 @@ int watcher_reload(Watcher *w, const tune_accels *accels, const tune_policy *pol
         tune_strv_free(w->env_names);
         w->env_names = names;
         w->n_env_names = n_names;
+        tune_env_name_index_build(&w->env_index, (const char *const *) names, n_names);
         w->policy = policy;
         /* What the ancestry walk kept was read with the old rules and variable names. */
         watcher_ancestry_done(w);

@@ -121,8 +121,8 @@ static void entry_capture_env(Entry *e, bool at_exec) {
         }
         if (r < 0)
                 own.state = TUNE_ENV_UNREADABLE;
-        else if (tune_env_capture_parse(raw, len, truncated, (const char *const *) w->env_names, w->n_env_names,
-                                        &own) < 0)
+        else if (tune_env_capture_parse_indexed(raw, len, truncated, (const char *const *) w->env_names,
+                                                w->n_env_names, &w->env_index, &own) < 0)
                 own.state = TUNE_ENV_UNREADABLE;
         own.from_pid = e->p.pid;
         /* Found running without a usable environment of its own: what a daemon before a
@@ -167,8 +167,9 @@ static void entry_take_facts(Entry *e, tune_proc_facts *f) {
 }
 
 /* Become managed: pidfd (verified against the start time), threads, then the callback.
- * pidfd: as watcher_evaluate_facts() takes it; at_exec: matched at its EXEC event. */
-static int entry_manage(Entry *e, int *pidfd, bool at_exec) {
+ * pidfd: as watcher_evaluate_facts() takes it; at_exec: matched at its EXEC event, and
+ * exec_st the stat handle_exec() read from /proc for it in this event's handling. */
+static int entry_manage(Entry *e, const tune_proc_stat *exec_st, int *pidfd, bool at_exec) {
         Watcher *w = e->w;
         tune_proc_stat st;
         uint64_t now = watcher_now_usec(w);
@@ -200,8 +201,15 @@ static int entry_manage(Entry *e, int *pidfd, bool at_exec) {
                 /* Kept now: the reads below overwrite errno, and the log said "Success". */
                 pidfd_errno = fd < 0 ? errno : 0;
                 /* The pidfd names whatever had this pid when it was opened: only if the start
-                 * time still matches now is it our process (a live process keeps its pid). */
-                r = tune_proc_read_stat(w->ctx, e->p.pid, &st);
+                 * time still matches now is it our process (a live process keeps its pid).
+                 * Without one (a kernel before 5.3 has no pidfd_open) there is nothing to
+                 * verify but the start time, which at an exec was read in this event's
+                 * handling already: not read again. */
+                if (fd < 0 && at_exec) {
+                        st = *exec_st;
+                        r = 0;
+                } else
+                        r = tune_proc_read_stat(w->ctx, e->p.pid, &st);
                 if (r < 0 || !entry_same_process(e, &st)) {
                         if (fd >= 0)
                                 close(fd);
@@ -427,7 +435,7 @@ void watcher_evaluate_facts(Watcher *w, Entry *e, const tune_proc_stat *st, tune
                         a = (tune_attribution){ .rank = e->p.rank };
                 tune_attribution_done(&e->p.attribution);
                 e->p.attribution = a;
-                int r = entry_manage(e, pidfd, why == EVAL_EXEC);
+                int r = entry_manage(e, st, pidfd, why == EVAL_EXEC);
                 entry_drop_status(e);
                 if (r == -ENOSPC)
                         entry_queue_refused(e);

@@ -55,6 +55,7 @@ typedef struct tune_affinity_originals {
                                 * another process (the originals kept across a daemon restart) */
         tune_affinity_entry *entries;
         unsigned n;
+        unsigned cap; /* entries allocated, when known: 0 (or less than n) says only n */
         /* The sets the process's plan hands its threads (its role sets), kept only in the
          * affinity record: there a thread missing from entries whose mask lies inside one
          * was placed after the record was written (a new thread, or one that inherited

@@ -48,6 +48,17 @@ typedef struct tune_env_capture {
  * NAME=value. */
 int tune_env_capture_parse(const char *buf, size_t len, bool truncated, const char *const *names,
                            unsigned n_names, tune_env_capture *ret);
+/* Which of a list of names start with each byte (bit i: names[i]; bit 63: names[63] and
+ * every one after it; names no NAME=value entry can have left out): built once per list,
+ * by whoever parses many environments with it (the watcher, once per policy), where
+ * tune_env_capture_parse() builds it for each. */
+typedef struct tune_env_name_index {
+        uint64_t first_byte[256];
+} tune_env_name_index;
+void tune_env_name_index_build(tune_env_name_index *idx, const char *const *names, unsigned n_names);
+/* tune_env_capture_parse() with idx built from names. */
+int tune_env_capture_parse_indexed(const char *buf, size_t len, bool truncated, const char *const *names,
+                                   unsigned n_names, const tune_env_name_index *idx, tune_env_capture *ret);
 const char *tune_env_capture_get(const tune_env_capture *e, const char *name) _pure_;
 int tune_env_capture_copy(tune_env_capture *dst, const tune_env_capture *src);
 void tune_env_capture_done(tune_env_capture *e);

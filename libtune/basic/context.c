@@ -300,8 +300,14 @@ static bool read_whole_at_once(const char *path) {
 int tune_read_prefix(const tune_ctx *ctx, const char *path, size_t max, char **ret, size_t *ret_len,
                      bool *ret_truncated) {
         _cleanup_close_ int fd = -EBADF;
-        _cleanup_free_ char *buf = NULL;
-        size_t len = 0, cap = 4096;
+        _cleanup_free_ char *heap = NULL;
+        /* Read on the stack first, and copied to the heap at its size once whole: the
+         * /proc and sysfs texts an exec makes the daemon read are a few hundred bytes, and
+         * a 4 KiB heap buffer for each is past malloc's per-thread cache, which costs more
+         * than the read's own work (the allocator's free lists, their consolidation). The
+         * read() calls are the same as into a heap buffer of that size. */
+        char stack[4096], *buf = stack;
+        size_t len = 0, cap = sizeof stack;
         bool truncated = false;
 
         const bool virtual = ctx->live && read_whole_at_once(path);
@@ -313,9 +319,6 @@ int tune_read_prefix(const tune_ctx *ctx, const char *path, size_t max, char **r
                 max = TUNE_READ_MAX;
         if (cap > max + 1)
                 cap = max + 1;
-        buf = malloc(cap);
-        if (!buf)
-                return -ENOMEM;
         for (;;) {
                 ssize_t n;
 
@@ -328,10 +331,12 @@ int tune_read_prefix(const tune_ctx *ctx, const char *path, size_t max, char **r
                 }
                 if (len + 1 >= cap) {
                         size_t ncap = cap * 2 > max + 1 ? max + 1 : cap * 2;
-                        char *nb = realloc(buf, ncap);
+                        char *nb = realloc(heap, ncap);
                         if (!nb)
                                 return -ENOMEM;
-                        buf = nb;
+                        if (!heap)
+                                memcpy(nb, stack, len);
+                        buf = heap = nb;
                         cap = ncap;
                 }
                 size_t want = cap - 1 - len;
@@ -346,12 +351,18 @@ int tune_read_prefix(const tune_ctx *ctx, const char *path, size_t max, char **r
                 if (virtual && (size_t) n < want)
                         break;
         }
-        buf[len] = 0;
+        if (!heap) {
+                heap = malloc(len + 1);
+                if (!heap)
+                        return -ENOMEM;
+                memcpy(heap, stack, len);
+        }
+        heap[len] = 0;
         if (ret_len)
                 *ret_len = len;
         if (ret_truncated)
                 *ret_truncated = truncated;
-        *ret = TAKE_PTR(buf);
+        *ret = TAKE_PTR(heap);
         return 0;
 }
 

@@ -19,13 +19,11 @@ static int next_u64(const char **p, uint64_t *ret) {
 
         while (*s == ' ')
                 s++;
-        if (*s < '0' || *s > '9')
+        if ((unsigned) (*s - '0') > 9)
                 return -EBADMSG;
-        for (; *s >= '0' && *s <= '9'; s++) {
-                if (v > (UINT64_MAX - (uint64_t) (*s - '0')) / 10)
+        for (; (unsigned) (*s - '0') <= 9; s++)
+                if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, (uint64_t) (*s - '0'), &v))
                         return -ERANGE;
-                v = v * 10 + (uint64_t) (*s - '0');
-        }
         if (*s && *s != ' ' && *s != '\n')
                 return -EBADMSG;
         *p = s;
@@ -33,16 +31,23 @@ static int next_u64(const char **p, uint64_t *ret) {
         return 0;
 }
 
-/* Skip one field of anything but blanks (signed numbers, etc.). */
-static int skip_field(const char **p) {
+/* The bytes that end a field: the end of the text, a blank, the newline. */
+static const bool field_end[256] = { [0] = true, [' '] = true, ['\n'] = true };
+
+/* Skip n fields of anything but blanks (signed numbers, etc.), in one loop: the stat
+ * parse skips 43 of its 52 fields, a byte at a time, and a call per field and three
+ * comparisons per byte were most of its cost. */
+static int skip_fields(const char **p, unsigned n) {
         const char *s = *p;
 
-        while (*s == ' ')
-                s++;
-        if (!*s || *s == '\n')
-                return -EBADMSG;
-        while (*s && *s != ' ' && *s != '\n')
-                s++;
+        for (; n > 0; n--) {
+                while (*s == ' ')
+                        s++;
+                if (field_end[(unsigned char) *s])
+                        return -EBADMSG;
+                while (!field_end[(unsigned char) *++s])
+                        ;
+        }
         *p = s;
         return 0;
 }
@@ -87,11 +92,9 @@ int tune_parse_proc_stat(const char *text, tune_proc_stat *ret) {
                 return -ERANGE;
         st.ppid = (pid_t) v;
         /* fields 5..8: pgrp, session, tty_nr, tpgid (tpgid may be -1) */
-        for (int i = 5; i <= 8; i++) {
-                r = skip_field(&p);
-                if (r < 0)
-                        return r;
-        }
+        r = skip_fields(&p, 4);
+        if (r < 0)
+                return r;
         /* field 9: flags */
         r = next_u64(&p, &v);
         if (r < 0)
@@ -100,18 +103,15 @@ int tune_parse_proc_stat(const char *text, tune_proc_stat *ret) {
                 return -ERANGE;
         st.flags = (unsigned) v;
         /* fields 10..21 */
-        for (int i = 10; i <= 21; i++) {
-                r = skip_field(&p);
-                if (r < 0)
-                        return r;
-        }
+        r = skip_fields(&p, 12);
+        if (r < 0)
+                return r;
         /* field 22: starttime */
         r = next_u64(&p, &st.start_time);
         if (r < 0)
                 return r;
         /* fields 23..49, then 50, 51: env_start, env_end, when the line has them. */
-        for (int i = 23; i <= 49 && r >= 0; i++)
-                r = skip_field(&p);
+        r = skip_fields(&p, 27);
         if (r >= 0 && next_u64(&p, &v) >= 0 && next_u64(&p, &st.env_end) >= 0)
                 st.env_start = v;
         else

@@ -29,6 +29,7 @@ int tune_affinity_originals_copy(tune_affinity_originals *dst, const tune_affini
                 j.entries = calloc(src->n, sizeof *j.entries);
                 if (!j.entries)
                         return -ENOMEM;
+                j.cap = src->n;
         }
         for (unsigned i = 0; i < src->n && r >= 0; i++) {
                 j.entries[i].tid = src->entries[i].tid;
@@ -196,6 +197,7 @@ static int parse_object(json_object *o, tune_affinity_record *rec) {
                 rec->originals.entries = calloc(n, sizeof(tune_affinity_entry));
                 if (!rec->originals.entries)
                         return -ENOMEM;
+                rec->originals.cap = (unsigned) n;
         }
         for (size_t i = 0; i < n; i++) {
                 json_object *t = json_object_array_get_idx(threads, i);

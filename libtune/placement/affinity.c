@@ -27,11 +27,23 @@ static int kernel_get(void *userdata, pid_t tid, tune_cpuset *ret) {
         if (n < 0)
                 return negative_errno();
         tune_cpuset_clear(ret);
-        /* An array of unsigned long, CPU n in bit n % BITS of word n / BITS (cpu_set_t's). */
-        for (size_t i = 0; r >= 0 && i < (size_t) n / sizeof(unsigned long); i++)
-                for (unsigned long w = words[i]; w && r >= 0; w &= w - 1)
-                        r = tune_cpuset_add(ret, (unsigned) (i * 8 * sizeof(unsigned long)) + (unsigned) __builtin_ctzl(w));
-        return r;
+        /* An array of unsigned long, CPU n in bit n % BITS of word n / BITS (cpu_set_t's),
+         * taken a word at a time: a CPU at a time cost a call per CPU, hundreds for a
+         * thread that may run anywhere on a big host. The set is sized once, by adding
+         * its highest CPU. */
+        enum { BITS = 8 * sizeof(unsigned long) };
+        size_t last = 0;
+        for (size_t i = 0; i < (size_t) n / sizeof(unsigned long); i++)
+                if (words[i])
+                        last = i + 1;
+        if (last == 0)
+                return 0;
+        r = tune_cpuset_add(ret, (unsigned) ((last - 1) * BITS + (BITS - 1) - (unsigned) __builtin_clzl(words[last - 1])));
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < last; i++)
+                ret->words[i * BITS / 64] |= (uint64_t) words[i] << (i * BITS % 64);
+        return 0;
 }
 
 static int kernel_set(void *userdata, pid_t tid, const tune_cpuset *cpus) {
@@ -85,6 +97,7 @@ void tune_affinity_originals_done(tune_affinity_originals *j) {
         free(j->entries);
         j->entries = NULL;
         j->n = 0;
+        j->cap = 0;
         j->pid = 0;
         for (unsigned i = 0; i < j->n_sets; i++)
                 tune_cpuset_done(&j->sets[i]);
@@ -157,12 +170,18 @@ static int originals_insert(tune_affinity_originals *j, pid_t tid, const tune_cp
         r = tune_cpuset_copy(&e.original, original);
         if (r < 0)
                 return r;
-        a = realloc(j->entries, (j->n + 1) * sizeof(tune_affinity_entry));
-        if (!a) {
-                entry_done(&e);
-                return -ENOMEM;
+        if (j->n >= j->cap) {
+                /* Room for a few threads at a time: a new process's threads come one by
+                 * one, each with its insert. */
+                unsigned cap = j->n < 4 ? 8 : j->n * 2;
+                a = reallocarray(j->entries, cap, sizeof(tune_affinity_entry));
+                if (!a) {
+                        entry_done(&e);
+                        return -ENOMEM;
+                }
+                j->entries = a;
+                j->cap = cap;
         }
-        j->entries = a;
         memmove(&j->entries[i + 1], &j->entries[i], (j->n - i) * sizeof(tune_affinity_entry));
         j->entries[i] = e;
         j->n++;

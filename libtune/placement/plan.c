@@ -546,14 +546,27 @@ static int cmp_homed_by_user_arrival(const void *a, const void *b) {
  * uids (in the order their first claim arrived), each uid's turn going round-robin to its
  * claims in arrival order. With one uid this is plain round-robin over the claims. Each
  * round costs O(claims), so a user with thousands of claims costs time, not fairness. */
+/* Claims a plan step keeps its per-claim scratch for on the stack: a plan is made for a
+ * process and the few sharing its nodes, and each step's three allocations cost more
+ * than the step. */
+#define PLAN_SMALL_CLAIMS 16
+
 static int deal_home_cpus(plan_state *s, tune_claim_tier tier) {
         size_t m = s->n_claims ? s->n_claims : 1;
-        _cleanup_free_ homed_claim *homed = calloc(m, sizeof(homed_claim));
-        _cleanup_free_ unsigned *ustart = calloc(m + 1, sizeof(unsigned));
-        _cleanup_free_ unsigned *cursor = calloc(m, sizeof(unsigned));
+        homed_claim homed_small[PLAN_SMALL_CLAIMS] = {};
+        unsigned ustart_small[PLAN_SMALL_CLAIMS + 1] = {}, cursor_small[PLAN_SMALL_CLAIMS] = {};
+        _cleanup_free_ homed_claim *homed_heap = NULL;
+        _cleanup_free_ unsigned *ustart_heap = NULL, *cursor_heap = NULL;
+        homed_claim *homed = homed_small;
+        unsigned *ustart = ustart_small, *cursor = cursor_small;
 
-        if (!homed || !ustart || !cursor)
-                return -ENOMEM;
+        if (m > PLAN_SMALL_CLAIMS) {
+                homed = homed_heap = calloc(m, sizeof(homed_claim));
+                ustart = ustart_heap = calloc(m + 1, sizeof(unsigned));
+                cursor = cursor_heap = calloc(m, sizeof(unsigned));
+                if (!homed_heap || !ustart_heap || !cursor_heap)
+                        return -ENOMEM;
+        }
         for (unsigned i = 0; i < s->n_nodes; i++) {
                 plan_node *node = &s->nodes[i];
                 unsigned n = 0, n_users = 0;
@@ -605,11 +618,29 @@ static int deal_home_cpus(plan_state *s, tune_claim_tier tier) {
         return 0;
 }
 
-/* Order candidate nodes for a short claim: home nodes first, then by distance, then id. */
-static unsigned *candidates_by_distance(const plan_state *s, const plan_claim *c) {
-        unsigned *order = calloc(s->n_nodes ? s->n_nodes : 1, sizeof(unsigned));
-        if (!order)
-                return NULL;
+/* A claim's candidate nodes in order (candidates_by_distance()): on the stack up to
+ * PLAN_SMALL_NODES nodes, the hosts there are. */
+#define PLAN_SMALL_NODES 64
+typedef struct node_order {
+        unsigned small[PLAN_SMALL_NODES];
+        unsigned *heap;
+} node_order;
+
+static void node_order_done(node_order *o) {
+        free(o->heap);
+}
+
+/* Order candidate nodes for a short claim: home nodes first, then by distance, then id.
+ * Returns the order, held by o, or NULL when out of memory. */
+static unsigned *candidates_by_distance(const plan_state *s, const plan_claim *c, node_order *o) {
+        unsigned *order = o->small;
+
+        o->heap = NULL;
+        if (s->n_nodes > PLAN_SMALL_NODES) {
+                order = o->heap = calloc(s->n_nodes, sizeof(unsigned));
+                if (!order)
+                        return NULL;
+        }
         for (unsigned i = 0; i < s->n_nodes; i++)
                 order[i] = i;
         for (unsigned i = 1; i < s->n_nodes; i++) {
@@ -632,7 +663,8 @@ static unsigned *candidates_by_distance(const plan_state *s, const plan_claim *c
 static int borrow_cpus(plan_state *s, tune_claim_tier tier) {
         for (unsigned k = 0; k < s->n_claims; k++) {
                 plan_claim *c = &s->claims[k];
-                _cleanup_free_ unsigned *order = NULL;
+                _cleanup_(node_order_done) node_order held = {};
+                unsigned *order;
                 unsigned target;
 
                 if (!claim_in_tier(c, tier))
@@ -640,7 +672,7 @@ static int borrow_cpus(plan_state *s, tune_claim_tier tier) {
                 target = c->elastic ? c->min : c->want;
                 if (c->total >= target)
                         continue;
-                order = candidates_by_distance(s, c);
+                order = candidates_by_distance(s, c, &held);
                 if (!order)
                         return -ENOMEM;
                 for (unsigned o = 0; o < s->n_nodes && c->total < target; o++) {
@@ -728,13 +760,14 @@ static int choose_cpus(plan_state *s) {
 /* The pool's CPUs in preference order: home nodes (by id), then borrowed nodes (nearest
  * first). *ret_n_home: how many of them are on home nodes. */
 static int ordered_pool(const plan_state *s, const plan_claim *c, int **ret, unsigned *ret_n, unsigned *ret_n_home) {
-        _cleanup_free_ unsigned *order = NULL;
+        _cleanup_(node_order_done) node_order held = {};
+        unsigned *order;
         _cleanup_free_ int *list = NULL;
         _cleanup_cpuset_ tune_cpuset seen = {}; /* overlapping firmware lists a CPU twice */
         unsigned n = 0, n_home = 0, total = tune_cpuset_count(&c->out->pool);
 
         list = calloc(total ? total : 1, sizeof(int));
-        order = candidates_by_distance(s, c);
+        order = candidates_by_distance(s, c, &held);
         if (!list || !order)
                 return -ENOMEM;
         for (unsigned o = 0; o < s->n_nodes; o++) {
@@ -919,7 +952,8 @@ static int explain_pool(const plan_state *s, const plan_claim *c) {
         if (r < 0)
                 return r;
         if (!tune_cpuset_is_empty(&out->borrowed_nodes)) {
-                _cleanup_free_ unsigned *order = candidates_by_distance(s, c);
+                _cleanup_(node_order_done) node_order held = {};
+                unsigned *order = candidates_by_distance(s, c, &held);
                 unsigned home_total = 0;
 
                 if (!order)

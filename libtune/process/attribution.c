@@ -98,6 +98,9 @@ static const char *wanted_name(const char *const *names, unsigned n_names, uint6
                 unsigned i = (unsigned) __builtin_ctzll(cand);
                 unsigned last = i == 63 ? n_names : i + 1;
 
+                if (i >= n_names) /* an index of a longer list: none of these names */
+                        break;
+
                 for (; i < last; i++) {
                         size_t nl = strlen(names[i]);
                         if (i >= 63 && !valid_name(names[i])) /* bit 63 stands for every one of them */
@@ -109,22 +112,36 @@ static const char *wanted_name(const char *const *names, unsigned n_names, uint6
         return NULL;
 }
 
+void tune_env_name_index_build(tune_env_name_index *idx, const char *const *names, unsigned n_names) {
+        memset(idx->first_byte, 0, sizeof idx->first_byte);
+        for (unsigned i = 0; i < n_names; i++)
+                if (valid_name(names[i]))
+                        idx->first_byte[(unsigned char) names[i][0]] |= UINT64_C(1) << (i < 63 ? i : 63);
+}
+
 int tune_env_capture_parse(const char *buf, size_t len, bool truncated, const char *const *names,
                            unsigned n_names, tune_env_capture *ret) {
+        tune_env_name_index idx;
+
+        if (!names && n_names > 0)
+                return -EINVAL;
+        tune_env_name_index_build(&idx, names, n_names);
+        return tune_env_capture_parse_indexed(buf, len, truncated, names, n_names, &idx, ret);
+}
+
+int tune_env_capture_parse_indexed(const char *buf, size_t len, bool truncated, const char *const *names,
+                                   unsigned n_names, const tune_env_name_index *idx, tune_env_capture *ret) {
         tune_env_capture e = { .state = TUNE_ENV_READ, .truncated = truncated, .len = len };
-        /* Per first byte, the names starting with it: an entry starting with another byte
-         * is none of them (most of an environment), and needs no look beyond that byte
-         * once one entry was seen; one starting with it is compared with those names
-         * only. Only names a NAME=value entry can have are looked for. */
-        uint64_t first_byte[256] = {};
+        /* Per first byte, the names starting with it (idx): an entry starting with another
+         * byte is none of them (most of an environment), and needs no look beyond that byte
+         * once one entry was seen; one starting with it is compared with those names only.
+         * Only names a NAME=value entry can have are looked for. */
+        const uint64_t *first_byte = idx ? idx->first_byte : NULL;
         bool any_entry = false;
         size_t pos = 0;
 
-        if ((!buf && len > 0) || (!names && n_names > 0) || !ret)
+        if ((!buf && len > 0) || (!names && n_names > 0) || !idx || !ret)
                 return -EINVAL;
-        for (unsigned i = 0; i < n_names; i++)
-                if (valid_name(names[i]))
-                        first_byte[(unsigned char) names[i][0]] |= UINT64_C(1) << (i < 63 ? i : 63);
         if (n_names > 0) {
                 e.vars = calloc(n_names, sizeof *e.vars);
                 if (!e.vars)
