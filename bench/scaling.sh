@@ -41,14 +41,18 @@ bench_begin
 parts=("${bench_rest[@]}")
 [ ${#parts[@]} -gt 0 ] || parts=(managed scan rate)
 
-idle_pid="" pid_max_saved=""
+idle_pid="" pid_max_saved="" pid_max_set=""
 cleanup() {
         if [ -n "$idle_pid" ]; then # it may have died of the same Ctrl-C
                 kill "$idle_pid" 2>/dev/null || true
                 wait "$idle_pid" 2>/dev/null || true
         fi
         pinner_stop
-        [ -z "$pid_max_saved" ] || echo "$pid_max_saved" >/proc/sys/kernel/pid_max || true
+        # Only if it is still ours: a test that changed it meanwhile puts back its own (a
+        # run that put back a test's passing 4096 left it for the next run to keep).
+        if [ -n "$pid_max_saved" ] && [ "$(cat /proc/sys/kernel/pid_max)" = "$pid_max_set" ]; then
+                echo "$pid_max_saved" >/proc/sys/kernel/pid_max || true
+        fi
         rm -rf "$bench_tmp" "$bench_tmp_shm"
 }
 trap cleanup EXIT
@@ -87,6 +91,7 @@ fit() { # WANT PER KIB
                 [ -n "$pid_max_saved" ] || pid_max_saved=$max
                 [ "$need" -le 4194304 ] || need=4194304
                 echo "$need" >/proc/sys/kernel/pid_max
+                pid_max_set=$need
                 echo "(kernel.pid_max raised from $pid_max_saved to $need for this row, put back at exit)"
                 free=$((need - $(tasks_now) - 1000))
         fi
