@@ -24,6 +24,14 @@
  * npu-tuned spends beyond it is its own overhead, and what it spends beyond the bare floor
  * is the price of those facts and of the split.
  *
+ * An overrun (ENOBUFS) is recovered from the least costly way that finds every process
+ * the lost events would have: the socket, congested after an overrun (it drops every event
+ * until a read leaves its queue empty, daemon/watcher/proc-connector.c), is read empty
+ * without handling what it held, then /proc is walked once: a process that matches as on
+ * its exec is placed as then, and its threads; a known one gets its threads placed (their
+ * FORK events may be among those lost); one gone (its EXIT lost) is forgotten. Overruns
+ * during the drain make no walk of their own: the one walk after it covers them.
+ *
  * Uses the kernel's event filter (Linux 6.6+; older kernels send everything). Runs until
  * SIGTERM/SIGINT, then prints its reaction times (the event's kernel timestamp to its last
  * sched_setaffinity for it) and their handling part (from when it began to handle the
@@ -72,6 +80,13 @@ static int journal_fd = -1;
 static char cpuset_mnt[256];
 static bool cpuset_v2;
 static int pidfds[MATCHED_SLOTS];
+/* When each matched process was placed (CLOCK_MONOTONIC ns, the events' clock, taken before
+ * its exe was read): an EXEC event older than that is one a resync walk has answered
+ * already (it came in while the walk ran). */
+static uint64_t placed_ns[MATCHED_SLOTS];
+/* Resyncs after overruns: walks, datagrams read away before them, processes placed, threads
+ * placed, processes found gone; printed at each and at stop. */
+static unsigned long resyncs, resync_drained, resync_procs, resync_threads, resync_gone;
 /* Printed at stop: environments with a visible-devices or rank variable, cpusets whose
  * memory nodes were read; journal lines that failed to go out. */
 static unsigned long facts_seen, journal_failed;
@@ -275,6 +290,7 @@ static int slot_new(pid_t pid) {
         while (matched[i] != 0)
                 i = (i + 1) & (MATCHED_SLOTS - 1);
         matched[i] = pid;
+        placed_ns[i] = 0;
         n_matched++;
         return (int) i;
 }
@@ -296,6 +312,7 @@ static void slot_free(unsigned i) {
                         continue;
                 matched[i] = matched[j];
                 pidfds[i] = pidfds[j];
+                placed_ns[i] = placed_ns[j];
                 matched[j] = 0;
                 pidfds[j] = -1;
                 i = j;
@@ -335,21 +352,42 @@ __attribute__((noinline)) static int matches(pid_t pid) {
         return strstr(buf, cmd_sub) != NULL;
 }
 
-static void pin_all_threads(pid_t pid) {
+static void facts_thread(pid_t tgid, pid_t tid);
+
+/* Every thread of pid but its main one on thread_target (--facts: as on its FORK event);
+ * skip_placed: those already there are left alone (one read of a mask instead of a pin:
+ * a resync's known process, most of whose threads are placed). Returns how many. */
+static unsigned place_other_threads(pid_t pid, bool skip_placed) {
         char path[64];
         struct dirent *de;
+        unsigned n = 0;
         DIR *d;
 
-        /* The main thread first: threads created from now on inherit its mask. */
-        (void) sched_setaffinity(pid, sizeof target, &target);
         snprintf(path, sizeof path, "/proc/%d/task", (int) pid);
         d = opendir(path);
         if (!d)
-                return;
-        while ((de = readdir(d)))
-                if (de->d_name[0] != '.' && atoi(de->d_name) != pid)
-                        (void) sched_setaffinity(atoi(de->d_name), sizeof thread_target, &thread_target);
+                return 0;
+        while ((de = readdir(d))) {
+                pid_t tid = atoi(de->d_name);
+                cpu_set_t now;
+                if (de->d_name[0] == '.' || tid == pid)
+                        continue;
+                if (skip_placed && sched_getaffinity(tid, sizeof now, &now) == 0 && CPU_EQUAL(&now, &thread_target))
+                        continue;
+                if (facts)
+                        facts_thread(pid, tid);
+                else
+                        (void) sched_setaffinity(tid, sizeof thread_target, &thread_target);
+                n++;
+        }
         closedir(d);
+        return n;
+}
+
+static void pin_all_threads(pid_t pid) {
+        /* The main thread first: threads created from now on inherit its mask. */
+        (void) sched_setaffinity(pid, sizeof target, &target);
+        (void) place_other_threads(pid, false);
 }
 
 /* --facts: what must be known and written before the first pin, then the pin, then the
@@ -390,6 +428,8 @@ static void facts_place(pid_t pid, int slot) {
                 /* It exited: the set may have hit the pid's next owner. Undo it, as
                  * npu-tuned does. */
                 (void) sched_setaffinity(pid, sizeof original, &original);
+        if (pidfds[slot] >= 0)
+                close(pidfds[slot]); /* placed before, and exec'd again */
         pidfds[slot] = pidfd;
         return;
 not_placed:
@@ -437,6 +477,10 @@ __attribute__((noinline)) static void handle(const struct proc_event *ev) {
                         return;
                 if ((slot = slot_of(pid)) < 0)
                         slot = slot_new(pid);
+                else if (placed_ns[slot] > ev->timestamp_ns)
+                        return; /* a resync placed it after this exec */
+                if (slot >= 0)
+                        placed_ns[slot] = handling_began;
                 if (!facts)
                         pin_all_threads(pid);
                 else if (slot >= 0)
@@ -466,6 +510,91 @@ __attribute__((noinline)) static void handle(const struct proc_event *ev) {
                 return;
         default:
                 return;
+        }
+}
+
+/* A matched process whose EXIT event may have been lost: gone? --facts asks its pidfd (a
+ * reused pid is then gone too), the bare floor the pid. */
+static bool matched_gone(unsigned i) {
+        if (facts && pidfds[i] >= 0) {
+                struct pollfd pfd = { .fd = pidfds[i], .events = POLLIN };
+                return poll(&pfd, 1, 0) != 0;
+        }
+        return kill(matched[i], 0) < 0 && errno == ESRCH;
+}
+
+/* After an overrun: what the lost events would have said, from one walk of /proc (see the
+ * header). The socket was read empty first, so every event from now on is queued, and is
+ * handled after the walk: an EXEC of a process the walk placed is then skipped. */
+static void resync(void) {
+        unsigned long procs = 0, threads = 0, gone = 0;
+        uint64_t t0 = now_ns();
+        struct dirent *de;
+        DIR *d;
+
+        /* Forget the gone first, so that a pid reused meanwhile is met as new. slot_free()
+         * moves a later entry into the slot freed: look at that slot again. */
+        for (unsigned i = 0; i < MATCHED_SLOTS;) {
+                if (matched[i] == 0 || !matched_gone(i)) {
+                        i++;
+                        continue;
+                }
+                if (facts)
+                        facts_exit(matched[i], (int) i);
+                slot_free(i);
+                gone++;
+        }
+        d = opendir("/proc");
+        if (!d) {
+                perror("resync: /proc");
+                return;
+        }
+        while ((de = readdir(d))) {
+                if (de->d_name[0] < '1' || de->d_name[0] > '9')
+                        continue;
+                pid_t pid = atoi(de->d_name);
+                int slot = slot_of(pid);
+                if (slot >= 0) {
+                        /* Known: placed on its exec; its threads since may be unplaced. */
+                        if (!facts)
+                                pin_all_threads(pid);
+                        else if (pidfds[slot] >= 0)
+                                threads += place_other_threads(pid, true);
+                        continue;
+                }
+                uint64_t read_ns = now_ns();
+                if (!matches(pid))
+                        continue;
+                if ((slot = slot_new(pid)) >= 0)
+                        placed_ns[slot] = read_ns;
+                if (!facts)
+                        pin_all_threads(pid);
+                else if (slot >= 0) {
+                        facts_place(pid, slot);
+                        if (pidfds[slot] < 0)
+                                continue; /* not placed: its threads neither */
+                        threads += place_other_threads(pid, false);
+                }
+                procs++;
+        }
+        closedir(d);
+        resyncs++;
+        resync_procs += procs;
+        resync_threads += threads;
+        resync_gone += gone;
+        fprintf(stderr, "floor-pinner: resync %lu: %lu processes placed, %lu threads (--facts), %lu gone, in %llu ms\n",
+                resyncs, procs, threads, gone, (unsigned long long) (now_ns() - t0) / 1000000);
+}
+
+/* Read the congested socket empty, the events dropped (see the header). */
+static void drain(int fd) {
+        char sink[16]; /* truncated: only emptying counts */
+
+        for (;;) {
+                if (recv(fd, sink, sizeof sink, MSG_DONTWAIT) >= 0)
+                        resync_drained++;
+                else if (errno != EINTR && errno != ENOBUFS) /* ENOBUFS: emptied, and overran again */
+                        return;
         }
 }
 
@@ -524,6 +653,8 @@ int main(int argc, char **argv) {
                                 continue;
                         if (errno == ENOBUFS) {
                                 fprintf(stderr, "floor-pinner: overrun (events lost)\n");
+                                drain(fd);
+                                resync();
                                 continue;
                         }
                         perror("recv");
@@ -543,6 +674,8 @@ int main(int argc, char **argv) {
         (void) send_listen(fd, PROC_CN_MCAST_IGNORE, 0);
         close(fd);
         print_reactions();
+        fprintf(stderr, "floor-pinner: %lu resyncs: %lu processes placed by them, %lu threads (--facts), %lu gone; %lu datagrams drained\n",
+                resyncs, resync_procs, resync_threads, resync_gone, resync_drained);
         if (facts)
                 fprintf(stderr, "floor-pinner: cpuset hierarchy %s (%s); %lu facts seen; %lu journal writes failed\n",
                         cpuset_mnt[0] ? cpuset_mnt : "none", cpuset_v2 ? "v2" : "v1", facts_seen, journal_failed);

@@ -23,7 +23,9 @@
 #            as in managed, beside floor-facts (and npu-tmpfs-b when $npu_b_bin is set): the
 #            time until every thread is placed and the pinner's CPU for it, against
 #            floor-facts' in the same run, and how each pinner's CPU grows from the first
-#            row to the last (linear: the ratio of the process counts).
+#            row to the last (linear: the ratio of the process counts). Times and CPU are
+#            compared only where both pinners placed every thread (one that left threads
+#            unplaced did less work); each size ends with a line saying who placed all.
 # A row that needs more pids than kernel.pid_max leaves (or more memory than half of what
 # is available) is made smaller, and says so; with --raise-pid-max, pid_max is raised for
 # the run instead and put back at exit. Every process the bench starts is gone when it
@@ -39,14 +41,18 @@ bench_begin
 parts=("${bench_rest[@]}")
 [ ${#parts[@]} -gt 0 ] || parts=(managed scan rate)
 
-idle_pid="" pid_max_saved=""
+idle_pid="" pid_max_saved="" pid_max_set=""
 cleanup() {
         if [ -n "$idle_pid" ]; then # it may have died of the same Ctrl-C
                 kill "$idle_pid" 2>/dev/null || true
                 wait "$idle_pid" 2>/dev/null || true
         fi
         pinner_stop
-        [ -z "$pid_max_saved" ] || echo "$pid_max_saved" >/proc/sys/kernel/pid_max || true
+        # Only if it is still ours: a test that changed it meanwhile puts back its own (a
+        # run that put back a test's passing 4096 left it for the next run to keep).
+        if [ -n "$pid_max_saved" ] && [ "$(cat /proc/sys/kernel/pid_max)" = "$pid_max_set" ]; then
+                echo "$pid_max_saved" >/proc/sys/kernel/pid_max || true
+        fi
         rm -rf "$bench_tmp" "$bench_tmp_shm"
 }
 trap cleanup EXIT
@@ -60,6 +66,13 @@ overruns() { # PINNER: lines its log has for lost events so far
         case $1 in
         floor | floor-facts) grep -c overrun "$pinner_log" || true ;;
         *) grep -c "events were lost" "$pinner_log" || true ;;
+        esac
+}
+# PINNER: processes its resyncs after overruns placed so far, where its log says (the floor's).
+resync_placed() {
+        case $1 in
+        floor | floor-facts) sed -n 's/^floor-pinner: resync [0-9]*: \([0-9]*\) processes placed.*/\1/p' "$pinner_log" | awk '{ n += $1 } END { print n + 0 }' ;;
+        *) echo "n/a" ;;
         esac
 }
 # Tasks (threads) on the host now: the total of /proc/loadavg's "running/total".
@@ -78,6 +91,7 @@ fit() { # WANT PER KIB
                 [ -n "$pid_max_saved" ] || pid_max_saved=$max
                 [ "$need" -le 4194304 ] || need=4194304
                 echo "$need" >/proc/sys/kernel/pid_max
+                pid_max_set=$need
                 echo "(kernel.pid_max raised from $pid_max_saved to $need for this row, put back at exit)"
                 free=$((need - $(tasks_now) - 1000))
         fi
@@ -222,7 +236,7 @@ part_rate() {
 }
 
 part_burst() {
-        local n p out placed cpu ff_ms ff_cpu pinners=(floor-facts npu-tmpfs) first_n="" line
+        local n p out placed cpu ff_ms ff_cpu pinners=(floor-facts npu-tmpfs) first_n="" line lost resync0 who
         declare -A first_cpu last_cpu
         [ -z "${npu_b_bin:-}" ] || pinners+=(npu-tmpfs-b)
         mkdir -p "$bench_tmp/pp"
@@ -232,30 +246,42 @@ part_burst() {
         echo
         echo "a burst: PROCS processes of 8 threads started at once, every thread placed (policy options: $npu_options,"
         echo "\"unattributed\": $shared_cpus; the control thread on its first CPU, the others on its second, as floor-facts splits them)"
+        echo "(overruns: of the pinner's event socket; floor-facts' resyncs after them walk /proc once each: the processes they placed in brackets)"
         echo "| processes x threads | pinner | all placed ms | threads never placed | CPU to place ms, stat / schedstat | RSS KiB | overruns | placed ms / floor-facts | CPU / floor-facts |"
         echo "|---|---|---|---|---|---|---|---|---|"
         for n in $burst; do
                 fit "$n" 8 320
                 n=$fit_n
                 [ -n "$first_n" ] || first_n=$n
-                ff_ms="" ff_cpu=""
+                ff_ms="" ff_cpu="" who=""
                 for p in "${pinners[@]}"; do
                         pinner_start "$p" "scale-managed --child" "*/scale-managed"
                         sleep 1
-                        lost0=$(overruns "$p")
+                        lost0=$(overruns "$p") resync0=$(resync_placed "$p")
                         out=$("$build/bench/scale-managed" "$pinner_pid" "$n" 8 0 0)
                         placed=$(kv placed_ms "$out") cpu=$(kv place_run_ms "$out")
-                        [ "$(kv never "$out")" = 0 ] || placed="never all (gave up after $(kv placed_ms "$out") ms)"
+                        lost=$(($(overruns "$p") - lost0))
+                        [ "$(resync_placed "$p")" = n/a ] || lost="$lost ($(($(resync_placed "$p") - resync0)))"
+                        # Left threads unplaced: its time and CPU are no measure of the job.
+                        if [ "$(kv never "$out")" != 0 ]; then
+                                placed="never all (gave up after $(kv placed_ms "$out") ms)" cpu="-"
+                                who+=", $p no ($(kv never "$out") of $(kv threads "$out") threads never)"
+                        else
+                                who+=", $p yes"
+                        fi
                         if [ "$p" = floor-facts ]; then ff_ms=$placed ff_cpu=$cpu; fi
                         [ -n "${first_cpu[$p]:-}" ] || first_cpu[$p]=$cpu
                         last_cpu[$p]=$cpu
-                        echo "| $(kv procs "$out") x 8 | $p | $placed | $(kv never "$out")/$(kv threads "$out") | $(kv place_cpu_ms "$out") / $cpu | $(kv rss_kib "$out") | $(($(overruns "$p") - lost0)) | $(ratio "$placed" "$ff_ms") | $(ratio "$cpu" "$ff_cpu") |"
+                        echo "| $(kv procs "$out") x 8 | $p | $placed | $(kv never "$out")/$(kv threads "$out") | $(kv place_cpu_ms "$out") / $(kv place_run_ms "$out") | $(kv rss_kib "$out") | $lost | $(ratio "$placed" "$ff_ms") | $(ratio "$cpu" "$ff_cpu") |"
                         pinner_stop
                 done
+                echo "$n x 8: all placed:${who#,}"
         done
         for p in "${pinners[@]}"; do
                 line="$p: CPU to place grew $(ratio "${last_cpu[$p]}" "${first_cpu[$p]}")x from $first_n to $n processes"
-                echo "$line (linear: $(ratio "$n" "$first_n")x)"
+                line+=" (linear: $(ratio "$n" "$first_n")x)"
+                [ "${first_cpu[$p]}" != - ] && [ "${last_cpu[$p]}" != - ] || line+=" (-: a row left threads unplaced)"
+                echo "$line"
         done
         npu_options="" npu_unattributed=""
 }
