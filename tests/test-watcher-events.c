@@ -945,6 +945,46 @@ static void test_gave_up_read_retried(void **state) {
         expect(t, "");
 }
 
+/* More matches given up on a read than the retry queue holds (a burst on a host so busy
+ * that the slow reader's workers for root were all stuck, and every read after failed at
+ * once): the ones it forgot are found by a walk of /proc once reads work again (before:
+ * never managed; two runs of the 4096-process burst left hundreds so). */
+static void test_gave_up_queue_full_resyncs(void **state) {
+        world *t = *state;
+        enum { N = 300 }; /* more than the queue's 256 */
+        char want[N * 40] = "";
+        size_t len = 0;
+        watcher_stats st;
+
+        t->reads_give_up = true;
+        for (int i = 0; i < N; i++) {
+                put_process(t, 1000 + i, 10000 + i, "serve", "/usr/bin/srv");
+                exec_event(t, 1000 + i);
+        }
+        expect(t, "");
+        t->reads_give_up = false;
+        for (int i = 0; i < N; i++)
+                len += (size_t) snprintf(want + len, sizeof want - len, "matched %d server threads=1\n", 1000 + i);
+        watcher_get_stats(t->w, &st);
+        uint64_t resyncs = st.resyncs;
+        /* The queue's retries (after 100 ms here) and, at least 1 s after the last walk,
+         * the walk for the forgotten ones. */
+        for (int i = 0; i < 40 && strlen(t->log) < len; i++)
+                assert_true(sd_event_run(t->event, 100 * 1000) >= 0);
+        watcher_get_stats(t->w, &st);
+        assert_int_equal(st.resyncs, resyncs + 1);
+        assert_int_equal(st.managed, N);
+        /* In any order: the retried ones first, then the walk's, in pid order. */
+        for (int i = 0; i < N; i++) {
+                char line[64];
+                snprintf(line, sizeof line, "matched %d server threads=1\n", 1000 + i);
+                assert_non_null(strstr(t->log, line));
+        }
+        assert_int_equal(strlen(t->log), len);
+        t->len = 0;
+        t->log[0] = 0;
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_exec_threads_exit, setup, teardown),
@@ -963,6 +1003,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_overruns_coalesced, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_overrun_after_resync_followed_up, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_gave_up_read_retried, setup_cmdline, teardown),
+                cmocka_unit_test_setup_teardown(test_gave_up_queue_full_resyncs, setup_cmdline, teardown),
                 cmocka_unit_test_setup_teardown(test_refused_match_retried, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_table_full_vouched, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_nine_users_full_table, setup, teardown),

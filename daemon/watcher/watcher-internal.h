@@ -148,6 +148,8 @@ struct Watcher {
         unsigned n_gave_up;
         unsigned gave_up_attempt;       /* of the one being evaluated again; 0: none */
         sd_event_source *gave_up_timer;
+        unsigned gave_up_dropped;        /* forgotten since the last look (the queue was full) */
+        uint64_t gave_up_resync_gap_usec; /* the least wait before a resync for them; doubles */
         sd_event_source *resync_timer; /* a resync coalesced after overruns (watcher-reconcile.c) */
         uint64_t last_resync_usec;
         bool resync_pending;
@@ -273,6 +275,9 @@ bool watcher_comm_debounce(Watcher *w, Entry *e);
 int watcher_reconcile_timer_new(Watcher *w);
 void watcher_resync(Watcher *w);
 void watcher_on_lost(Connector *c, void *userdata);
+/* A resync at least min_gap_usec after the end of the last one (and never sooner than the
+ * overruns' gap), coalesced with one already pending. */
+void watcher_request_resync(Watcher *w, uint64_t min_gap_usec);
 
 /* Event dispatch: what each proc connector event means for the processes the watcher knows (watcher-events.c). */
 void watcher_on_event(Connector *c, const struct proc_event *ev, void *userdata);

@@ -198,25 +198,23 @@ static int on_resync_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
-void watcher_on_lost(Connector *c, void *userdata) {
-        Watcher *w = userdata;
-        uint64_t now = watcher_now_usec(w);
+void watcher_request_resync(Watcher *w, uint64_t min_gap_usec) {
+        uint64_t now = watcher_now_usec(w), gap = min_gap_usec > RESYNC_MIN_GAP_USEC ? min_gap_usec : RESYNC_MIN_GAP_USEC;
         int r;
 
-        w->stats.overruns++;
         if (w->resync_pending) {
                 w->stats.resyncs_coalesced++;
                 return;
         }
-        if (w->last_resync_usec == 0 || now >= w->last_resync_usec + RESYNC_MIN_GAP_USEC) {
+        if (w->last_resync_usec == 0 || now >= w->last_resync_usec + gap) {
                 resync_now(w);
                 return;
         }
         w->stats.resyncs_coalesced++;
         w->resync_pending = true;
         if (!w->resync_timer) {
-                r = sd_event_add_time(w->event, &w->resync_timer, CLOCK_MONOTONIC, w->last_resync_usec + RESYNC_MIN_GAP_USEC,
-                                      10 * 1000, on_resync_timer, w);
+                r = sd_event_add_time(w->event, &w->resync_timer, CLOCK_MONOTONIC, w->last_resync_usec + gap, 10 * 1000,
+                                      on_resync_timer, w);
                 if (r < 0) {
                         log_warning_errno(r, "Failed to arm the resync timer, resyncing now: %m");
                         resync_now(w);
@@ -224,7 +222,14 @@ void watcher_on_lost(Connector *c, void *userdata) {
                 }
                 (void) sd_event_source_set_description(w->resync_timer, "watcher-resync");
         } else {
-                (void) sd_event_source_set_time(w->resync_timer, w->last_resync_usec + RESYNC_MIN_GAP_USEC);
+                (void) sd_event_source_set_time(w->resync_timer, w->last_resync_usec + gap);
                 (void) sd_event_source_set_enabled(w->resync_timer, SD_EVENT_ONESHOT);
         }
+}
+
+void watcher_on_lost(Connector *c, void *userdata) {
+        Watcher *w = userdata;
+
+        w->stats.overruns++;
+        watcher_request_resync(w, RESYNC_MIN_GAP_USEC);
 }
