@@ -148,7 +148,8 @@ struct Watcher {
         unsigned n_gave_up;
         unsigned gave_up_attempt;       /* of the one being evaluated again; 0: none */
         sd_event_source *gave_up_timer;
-        unsigned gave_up_dropped;        /* forgotten since the last look (the queue was full) */
+        unsigned gave_up_dropped;        /* forgotten since the last look (the queue was full);
+                                          * watcher-reconcile.c asks for a resync */
         uint64_t gave_up_resync_gap_usec; /* the least wait before a resync for them; doubles */
         sd_event_source *resync_timer; /* a resync coalesced after overruns (watcher-reconcile.c) */
         uint64_t last_resync_usec;
@@ -258,7 +259,10 @@ void watcher_timer_schedule(Watcher *w, uint64_t due);
 void entry_device_check_schedule(Entry *e, uint64_t now);
 void watcher_evaluate(Watcher *w, Entry *e, const tune_proc_stat *st, const char *comm, eval_why why);
 /* A match of pid that gave up on a read (tune_proc_facts.gave_up) and matched nothing: it is
- * evaluated again once its back-off is over (params.gave_up_retry_ms). */
+ * evaluated again once its back-off is over (params.gave_up_retry_ms). At most
+ * WATCHER_GAVE_UP_MAX wait so; past that the oldest is forgotten (counted in
+ * gave_up_dropped, for a resync). */
+#define WATCHER_GAVE_UP_MAX 256u
 void watcher_queue_gave_up(Watcher *w, pid_t pid, uint64_t start_time);
 /* pidfd: one opened for st->pid before st was read (handle_exec()), taken if the process
  * is managed (*pidfd then -1), or NULL. */
@@ -275,9 +279,6 @@ bool watcher_comm_debounce(Watcher *w, Entry *e);
 int watcher_reconcile_timer_new(Watcher *w);
 void watcher_resync(Watcher *w);
 void watcher_on_lost(Connector *c, void *userdata);
-/* A resync at least min_gap_usec after the end of the last one (and never sooner than the
- * overruns' gap), coalesced with one already pending. */
-void watcher_request_resync(Watcher *w, uint64_t min_gap_usec);
 
 /* Event dispatch: what each proc connector event means for the processes the watcher knows (watcher-events.c). */
 void watcher_on_event(Connector *c, const struct proc_event *ev, void *userdata);

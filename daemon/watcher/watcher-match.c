@@ -290,15 +290,10 @@ static void entry_queue_refused(Entry *e) {
  * held, by its owner or by an exec under a heavy load) and so matched nothing: evaluated
  * again once the process's back-off is over, as no event may come again to say so (a
  * process caught by a resync in the middle of its exec had its EXEC event already). Oldest
- * first, bounded: a user who holds the maps of many processes makes the oldest forgotten,
- * and each costs one more guarded read per back-off. */
-#define WATCHER_GAVE_UP_MAX 256u
-/* When it was full and forgot some, a walk of /proc looks for them, as after lost events:
- * at least 1 s after the last walk, and twice as long each time the queue is still more
- * than half full when it comes (a user who holds the maps of hundreds of processes keeps
- * it full), up to the longest wait of a retry; back to 1 s once it has room. */
-#define WATCHER_GAVE_UP_RESYNC_GAP_MIN_USEC (1000 * 1000ULL)
-#define WATCHER_GAVE_UP_RESYNC_GAP_MAX_USEC (32 * 1000 * 1000ULL)
+ * first, bounded (WATCHER_GAVE_UP_MAX): a user who holds the maps of many processes makes
+ * the oldest forgotten, and each costs one more guarded read per back-off. The forgotten
+ * are counted, and the reconcile timer's handler has a walk of /proc look for them
+ * (watcher-reconcile.c). */
 
 /* The timer at the earliest due time of the queue (their times differ: the waits double). */
 static void gave_up_timer_arm(Watcher *w) {
@@ -340,19 +335,6 @@ static int on_gave_up_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                 w->gave_up_attempt = 0;
         }
         free(due);
-        if (w->gave_up_resync_gap_usec == 0 || w->n_gave_up <= WATCHER_GAVE_UP_MAX / 2)
-                w->gave_up_resync_gap_usec = WATCHER_GAVE_UP_RESYNC_GAP_MIN_USEC;
-        if (w->gave_up_dropped > 0) {
-                log_info("%u process(es) whose match gave up on a read were more than the %u the retry queue holds: "
-                         "a walk of /proc looks for them, at least %llu s after the last one.",
-                         w->gave_up_dropped, WATCHER_GAVE_UP_MAX,
-                         (unsigned long long) (w->gave_up_resync_gap_usec / 1000000));
-                w->gave_up_dropped = 0;
-                watcher_request_resync(w, w->gave_up_resync_gap_usec);
-                if (w->n_gave_up > WATCHER_GAVE_UP_MAX / 2 &&
-                    (w->gave_up_resync_gap_usec *= 2) > WATCHER_GAVE_UP_RESYNC_GAP_MAX_USEC)
-                        w->gave_up_resync_gap_usec = WATCHER_GAVE_UP_RESYNC_GAP_MAX_USEC;
-        }
         gave_up_timer_arm(w);
         return 0;
 }
@@ -375,6 +357,7 @@ void watcher_queue_gave_up(Watcher *w, pid_t pid, uint64_t start_time) {
         if (w->n_gave_up == WATCHER_GAVE_UP_MAX) { /* full: the oldest goes, and a resync looks for it */
                 memmove(w->gave_up, w->gave_up + 1, --w->n_gave_up * sizeof *w->gave_up);
                 w->gave_up_dropped++;
+                watcher_timer_schedule(w, watcher_now_usec(w));
         }
         w->gave_up[w->n_gave_up++] = (typeof(*w->gave_up)) { .pid = pid, .start_time = start_time, .due = due,
                                                              .attempt = attempt };

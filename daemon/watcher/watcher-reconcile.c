@@ -55,6 +55,33 @@ static bool entry_reconcile(Entry *e, uint64_t now, bool tick) {
         return true;
 }
 
+static void request_resync(Watcher *w, uint64_t min_gap_usec);
+
+/* Matches the retry queue forgot (watcher-match.c: it was full): a walk of /proc looks for
+ * them, as after lost events, at least 1 s after the last walk; twice as long each time the
+ * queue is more than half full still when another is asked for (a user who holds the maps
+ * of hundreds of processes keeps it full), up to 32 s; back to 1 s once it has room. */
+#define GAVE_UP_RESYNC_GAP_MIN_USEC (1000 * 1000ULL)
+#define GAVE_UP_RESYNC_GAP_MAX_USEC (32 * 1000 * 1000ULL)
+
+static void gave_up_followed(Watcher *w) {
+        if (w->gave_up_resync_gap_usec == 0 || w->n_gave_up <= WATCHER_GAVE_UP_MAX / 2)
+                w->gave_up_resync_gap_usec = GAVE_UP_RESYNC_GAP_MIN_USEC;
+        if (w->gave_up_dropped == 0)
+                return;
+        if (w->resync_pending) { /* the walk to come looks for them */
+                w->gave_up_dropped = 0;
+                return;
+        }
+        log_info("%u process(es) whose match gave up on a read were more than the %u the retry queue holds: "
+                 "a walk of /proc looks for them, at least %llu s after the last one.",
+                 w->gave_up_dropped, WATCHER_GAVE_UP_MAX, (unsigned long long) (w->gave_up_resync_gap_usec / 1000000));
+        w->gave_up_dropped = 0;
+        request_resync(w, w->gave_up_resync_gap_usec);
+        if (w->n_gave_up > WATCHER_GAVE_UP_MAX / 2 && (w->gave_up_resync_gap_usec *= 2) > GAVE_UP_RESYNC_GAP_MAX_USEC)
+                w->gave_up_resync_gap_usec = GAVE_UP_RESYNC_GAP_MAX_USEC;
+}
+
 static int watcher_on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Watcher *w = userdata;
         _cleanup_free_ pid_t *pids = NULL;
@@ -64,6 +91,7 @@ static int watcher_on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         size_t n = 0;
 
         w->timer_due_usec = 0;
+        gave_up_followed(w);
         if (registry_pids(w->registry, &pids, &n) < 0)
                 return 0;
         for (size_t i = 0; i < n; i++) {
@@ -198,7 +226,7 @@ static int on_resync_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
-void watcher_request_resync(Watcher *w, uint64_t min_gap_usec) {
+static void request_resync(Watcher *w, uint64_t min_gap_usec) {
         uint64_t now = watcher_now_usec(w), gap = min_gap_usec > RESYNC_MIN_GAP_USEC ? min_gap_usec : RESYNC_MIN_GAP_USEC;
         int r;
 
@@ -231,5 +259,5 @@ void watcher_on_lost(Connector *c, void *userdata) {
         Watcher *w = userdata;
 
         w->stats.overruns++;
-        watcher_request_resync(w, RESYNC_MIN_GAP_USEC);
+        request_resync(w, RESYNC_MIN_GAP_USEC);
 }

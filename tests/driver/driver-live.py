@@ -221,12 +221,12 @@ try:
         if time.monotonic() > deadline:
             fail("no query began")
         time.sleep(0.01)
+    with lock:  # before the start: its match may be said before the next line here runs
+        n = len(lines)
     late = subprocess.Popen([server_bin, "pause"], env={"PATH": "/usr/bin:/bin"}, start_new_session=True)
     procs.append(late)
     with open(pids_file, "w") as f:
         f.write(f"0 {late.pid}\n")
-    with lock:
-        n = len(lines)
     wait_line(lambda l: l.startswith("matched ") and fields(l)["pid"] == str(late.pid), 10, "the late match", start=n)
     err.seek(0, os.SEEK_END)
     asked = err.tell()
