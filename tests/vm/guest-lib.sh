@@ -60,6 +60,21 @@ vm_wait_for() {
 	done
 }
 
+# vm_roles_placed PID CONTROL COMPUTE: is every thread of threads-target PID on its role's
+# CPU (its main thread and ctl-* on CONTROL, work-* on COMPUTE)?
+vm_roles_placed() {
+	for _task in /proc/"$1"/task/*; do
+		_comm=$(cat "$_task/comm") || return 1
+		_allowed=$(awk '/^Cpus_allowed_list:/ { print $2 }' "$_task/status") || return 1
+		case $_comm in
+		ctl-*) _want=$2 ;;
+		work-*) _want=$3 ;;
+		*) [ "${_task##*/}" = "$1" ] || return 1; _want=$2 ;;
+		esac
+		[ "$_allowed" = "$_want" ] || return 1
+	done
+}
+
 # vm_node_cpulist NODE: the cpulist the harness configured for NODE ("0-1", or "2").
 vm_node_cpulist() {
 	_a=$(($1 * VM_CPUS_PER_NODE))

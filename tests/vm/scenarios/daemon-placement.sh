@@ -30,19 +30,6 @@ first=$((edu_node * VM_CPUS_PER_NODE))
 control_cpu=$first
 compute_cpu=$((first + 1))
 
-roles_placed() { # PID: every thread on its role's CPU?
-	for task in /proc/"$1"/task/*; do
-		comm=$(cat "$task/comm") || return 1
-		allowed=$(awk '/^Cpus_allowed_list:/ { print $2 }' "$task/status") || return 1
-		case $comm in
-		ctl-*) want=$control_cpu ;;
-		work-*) want=$compute_cpu ;;
-		*) [ "${task##*/}" = "$1" ] || return 1; want=$control_cpu ;;
-		esac
-		[ "$allowed" = "$want" ] || return 1
-	done
-}
-
 # --- the daemon -----------------------------------------------------------------------
 npu-tuned --check-policy /etc/npu-tuned/test-policies || vm_fail "the test policy does not validate"
 mkdir -p /run/npu-tuned
@@ -61,7 +48,7 @@ vm_log "worker $target: ${before}% of its pages on node 0 before the settle dela
 [ "$before" -ge 90 ] || vm_fail "setup: only ${before}% of the pages on node 0 before the migration"
 
 sleep 2 # the late thread is born at 1 s
-vm_wait_for 20 roles_placed "$target" || true
+vm_wait_for 20 vm_roles_placed "$target" "$control_cpu" "$compute_cpu" || true
 n=0
 for task in /proc/"$target"/task/*; do
 	comm=$(cat "$task/comm")

@@ -39,19 +39,6 @@ domain=${bdf%%:*}
 echo "0000${domain}:${bdf#*:}" | tr 'a-f' 'A-F' >"$lib/stub-nvml-buses"
 vm_log "stand-in NVML reports $(cat "$lib/stub-nvml-buses") (edu $bdf on node $edu_node)"
 
-roles_placed() { # PID: every thread on its role's CPU?
-	for task in /proc/"$1"/task/*; do
-		comm=$(cat "$task/comm") || return 1
-		allowed=$(awk '/^Cpus_allowed_list:/ { print $2 }' "$task/status") || return 1
-		case $comm in
-		ctl-*) want=$control_cpu ;;
-		work-*) want=$compute_cpu ;;
-		*) [ "${task##*/}" = "$1" ] || return 1; want=$control_cpu ;;
-		esac
-		[ "$allowed" = "$want" ] || return 1
-	done
-}
-
 npu-tuned --check-policy /etc/npu-tuned/test-policies || vm_fail "the test policy does not validate"
 mkdir -p /run/npu-tuned
 vm_daemon_start /tmp/daemon.log --policy-dir /etc/npu-tuned/test-policies --state-dir /run/npu-tuned \
@@ -65,7 +52,7 @@ vm_track "$target"
 echo "0 $target" >"$lib/stub-nvml-pids"
 vm_wait_for 20 grep -q '^ready' /tmp/ready || vm_fail "threads-target did not start"
 original=$(awk '/^Cpus_allowed_list:/ { print $2 }' /proc/self/status)
-vm_wait_for 30 roles_placed "$target" || true
+vm_wait_for 30 vm_roles_placed "$target" "$control_cpu" "$compute_cpu" || true
 n=0
 for task in /proc/"$target"/task/*; do
 	comm=$(cat "$task/comm")
