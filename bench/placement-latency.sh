@@ -28,4 +28,4 @@ for round in $(seq "$rounds"); do
                 pinner_stop
         done
 done
-python3 "$here/stats.py" --scale 1e-3 --unit us --baseline "${pinners[0]}" "$bench_tmp/out" "${pinners[@]}"
+python3 "$here/stats.py" --scale 1e-3 --unit us --baseline "${pinners[0]}" --baseline floor-facts "$bench_tmp/out" "${pinners[@]}"
