@@ -26,15 +26,117 @@ typedef struct placer_entry {
         bool has_previous;
         tune_plan_cpuset cpuset;
         bool has_cpuset;
+        uint64_t seq; /* its arrival: tune_placer.entries is sorted by it */
 } placer_entry;
+
+/* A slot of the key index: open addressing, linear probing; e NULL: free. */
+typedef struct placer_slot {
+        uint64_t key;
+        placer_entry *e;
+} placer_slot;
 
 struct tune_placer {
         const tune_topology *t;
         tune_plan_params params;
-        placer_entry *entries; /* arrival order */
-        unsigned n;
+        /* Arrival order (the planner deals in it). Pointers, so that an exit moves N
+         * pointers and not N entries of half a KiB each. */
+        placer_entry **entries;
+        unsigned n, n_alloc;
+        uint64_t next_seq;
+        /* Key -> entry: every event of a managed process looks its entry up, and a scan
+         * made a burst of N processes cost N^2 comparisons. n_slots is 0 or a power of two
+         * at least twice n. */
+        placer_slot *slots;
+        unsigned n_slots;
         uint64_t plans_made;
 };
+
+static unsigned slot_of(const tune_placer *p, uint64_t key) {
+        /* splitmix64's finaliser: keys are (pid, start time) packed, whose low bits repeat. */
+        key ^= key >> 30;
+        key *= UINT64_C(0xbf58476d1ce4e5b9);
+        key ^= key >> 27;
+        key *= UINT64_C(0x94d049bb133111eb);
+        key ^= key >> 31;
+        return (unsigned) key & (p->n_slots - 1);
+}
+
+static placer_entry *placer_find(const tune_placer *p, uint64_t key) {
+        if (p->n_slots == 0)
+                return NULL;
+        for (unsigned i = slot_of(p, key);; i = (i + 1) & (p->n_slots - 1)) {
+                if (!p->slots[i].e)
+                        return NULL;
+                if (p->slots[i].key == key)
+                        return p->slots[i].e;
+        }
+}
+
+/* e's index in p->entries: a binary search by arrival, which reads log N entries, where
+ * an index kept in each entry would have to be rewritten in every later one at an exit. */
+static unsigned entry_index(const tune_placer *p, const placer_entry *e) {
+        unsigned lo = 0, hi = p->n;
+
+        while (hi - lo > 1) {
+                unsigned mid = lo + (hi - lo) / 2;
+                if (p->entries[mid]->seq <= e->seq)
+                        lo = mid;
+                else
+                        hi = mid;
+        }
+        return lo;
+}
+
+static void index_put(tune_placer *p, placer_entry *e) {
+        unsigned i = slot_of(p, e->key);
+
+        while (p->slots[i].e)
+                i = (i + 1) & (p->n_slots - 1);
+        p->slots[i] = (placer_slot) { .key = e->key, .e = e };
+}
+
+/* Room in the index for n entries. */
+static int index_reserve(tune_placer *p, unsigned n) {
+        placer_slot *old = p->slots;
+        unsigned old_n = p->n_slots, want = p->n_slots ? p->n_slots : 16;
+
+        while (want < 2 * n)
+                want *= 2;
+        if (want == p->n_slots)
+                return 0;
+        p->slots = calloc(want, sizeof *p->slots);
+        if (!p->slots) {
+                p->slots = old;
+                return -ENOMEM;
+        }
+        p->n_slots = want;
+        for (unsigned i = 0; i < old_n; i++)
+                if (old[i].e)
+                        index_put(p, old[i].e);
+        free(old);
+        return 0;
+}
+
+/* Takes key out of the index, moving back the entries probed past it (no tombstones). */
+static void index_drop(tune_placer *p, uint64_t key) {
+        unsigned mask = p->n_slots - 1, i, j;
+
+        if (p->n_slots == 0)
+                return;
+        for (i = slot_of(p, key); p->slots[i].e && p->slots[i].key != key; i = (i + 1) & mask)
+                ;
+        if (!p->slots[i].e)
+                return;
+        for (j = (i + 1) & mask; p->slots[j].e; j = (j + 1) & mask) {
+                unsigned home = slot_of(p, p->slots[j].key);
+                /* Slot j's entry may move to the hole at i unless its home lies in (i, j]. */
+                if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
+                        p->slots[i] = p->slots[j];
+                        i = j;
+                }
+        }
+        p->slots[i] = (placer_slot) {};
+}
 
 void tune_keys_done(tune_keys *k) {
         if (!k)
@@ -87,9 +189,12 @@ int tune_placer_new(const tune_topology *t, const tune_plan_params *params, tune
 tune_placer *tune_placer_free(tune_placer *p) {
         if (!p)
                 return NULL;
-        for (unsigned i = 0; i < p->n; i++)
-                entry_done(&p->entries[i]);
+        for (unsigned i = 0; i < p->n; i++) {
+                entry_done(p->entries[i]);
+                free(p->entries[i]);
+        }
         free(p->entries);
+        free(p->slots);
         free(p);
         return NULL;
 }
@@ -134,7 +239,7 @@ static tune_plan_request *placer_requests(const tune_placer *p, bool last_planne
         tune_plan_request *reqs = calloc(p->n ? p->n : 1, sizeof *reqs);
 
         for (unsigned i = 0; reqs && i < p->n; i++) {
-                const placer_entry *e = &p->entries[i];
+                const placer_entry *e = p->entries[i];
 
                 reqs[i] = entry_request(e);
                 if (last_planned)
@@ -152,7 +257,7 @@ static int placer_take(tune_placer *p, const unsigned *idx, unsigned m, tune_pla
         int r = 0;
 
         for (unsigned j = 0; j < m && r >= 0; j++) {
-                placer_entry *e = &p->entries[idx ? idx[j] : j];
+                placer_entry *e = p->entries[idx ? idx[j] : j];
                 if (skip && e->key == skip_key)
                         continue;
                 if (e->placed && !placement_cpus_equal(&e->plan, &out[j]))
@@ -166,7 +271,7 @@ static int placer_take(tune_placer *p, const unsigned *idx, unsigned m, tune_pla
                 return r;
         }
         for (unsigned j = 0; j < m; j++)
-                entry_take_plan(&p->entries[idx ? idx[j] : j], &out[j]);
+                entry_take_plan(p->entries[idx ? idx[j] : j], &out[j]);
         free(out);
         if (ret_changed) {
                 tune_keys_done(ret_changed);
@@ -273,7 +378,7 @@ static int placer_replan_around(tune_placer *p, int must, bool *mark, uint64_t s
                 while (grew) {
                         grew = false;
                         for (unsigned i = 0; i < p->n; i++) {
-                                placer_entry *e = &p->entries[i];
+                                placer_entry *e = p->entries[i];
                                 bool coupled = e->placed && !e->plan.independent;
 
                                 if (in[i] || ((int) i != must && (!coupled || !plan_nodes(t, &e->plan, e->rule, mark, true, false))))
@@ -286,7 +391,7 @@ static int placer_replan_around(tune_placer *p, int must, bool *mark, uint64_t s
                 for (unsigned i = 0; i < p->n; i++)
                         if (in[i]) {
                                 idx[m] = i;
-                                reqs[m++] = entry_request(&p->entries[i]);
+                                reqs[m++] = entry_request(p->entries[i]);
                         }
                 if (m == p->n)
                         return placer_replan(p, t, skip_key, skip, ret_changed);
@@ -370,18 +475,11 @@ static int placer_plan_changed(tune_placer *p, placer_entry *e, tune_keys *ret_c
         if (r == 0) {
                 _cleanup_free_ bool *mark = entry_mark(p, e);
                 entry_mark_likely(p, e, mark);
-                return placer_replan_around(p, (int) (e - p->entries), mark, e->key, true, ret_changed);
+                return placer_replan_around(p, (int) entry_index(p, e), mark, e->key, true, ret_changed);
         }
         if (ret_changed)
                 tune_keys_done(ret_changed);
         return 0;
-}
-
-static placer_entry *placer_find(const tune_placer *p, uint64_t key) {
-        for (unsigned i = 0; i < p->n; i++)
-                if (p->entries[i].key == key)
-                        return &p->entries[i];
-        return NULL;
 }
 
 static int entry_fill(placer_entry *e, uint64_t key, const tune_policy_rule *rule,
@@ -430,6 +528,7 @@ int tune_placer_set_claim(tune_placer *p, uint64_t key, const tune_policy_rule *
         if (e) {
                 /* Replace in place, keeping the CPUs it has; its memory is decided anew. */
                 placer_entry old = *e;
+                fresh.seq = old.seq;
                 fresh.plan = old.plan;
                 fresh.placed = old.placed;
                 fresh.cpuset = old.cpuset;
@@ -451,16 +550,32 @@ int tune_placer_set_claim(tune_placer *p, uint64_t key, const tune_policy_rule *
                 return 0;
         }
 
-        placer_entry *a = realloc(p->entries, (p->n + 1) * sizeof(placer_entry));
-        if (!a) {
+        if (p->n == p->n_alloc) {
+                unsigned want = p->n_alloc ? 2 * p->n_alloc : 16;
+                placer_entry **a = realloc(p->entries, want * sizeof *a);
+                if (!a) {
+                        entry_done(&fresh);
+                        return -ENOMEM;
+                }
+                p->entries = a;
+                p->n_alloc = want;
+        }
+        e = malloc(sizeof *e);
+        if (!e || index_reserve(p, p->n + 1) < 0) {
+                free(e);
                 entry_done(&fresh);
                 return -ENOMEM;
         }
-        p->entries = a;
-        p->entries[p->n++] = fresh;
-        r = placer_plan_changed(p, &p->entries[p->n - 1], ret_changed);
+        *e = fresh;
+        e->seq = p->next_seq++;
+        p->entries[p->n++] = e;
+        index_put(p, e);
+        r = placer_plan_changed(p, e, ret_changed);
         if (r < 0) {
-                entry_done(&p->entries[--p->n]);
+                p->n--;
+                index_drop(p, key);
+                entry_done(e);
+                free(e);
                 return r;
         }
         return 0;
@@ -502,7 +617,7 @@ int tune_placer_set_cpuset(tune_placer *p, uint64_t key, const tune_plan_cpuset 
         r = placer_plan_alone(p, e);
         if (r == 0) {
                 entry_mark_likely(p, e, mark);
-                r = placer_replan_around(p, (int) (e - p->entries), mark, 0, false, &changed);
+                r = placer_replan_around(p, (int) entry_index(p, e), mark, 0, false, &changed);
         }
         if (r < 0) {
                 tune_plan_cpuset_done(&e->cpuset);
@@ -521,24 +636,24 @@ int tune_placer_set_cpuset(tune_placer *p, uint64_t key, const tune_plan_cpuset 
 }
 
 int tune_placer_remove(tune_placer *p, uint64_t key, tune_keys *ret_changed) {
-        placer_entry removed;
+        placer_entry *removed;
         _cleanup_free_ bool *mark = NULL;
         unsigned i;
         int r;
 
-        for (i = 0; i < p->n; i++)
-                if (p->entries[i].key == key)
-                        break;
-        if (i == p->n)
+        removed = placer_find(p, key);
+        if (!removed)
                 return -ENOENT;
-        mark = entry_mark(p, &p->entries[i]);
-        removed = p->entries[i];
-        memmove(&p->entries[i], &p->entries[i + 1], (p->n - i - 1) * sizeof(placer_entry));
+        i = entry_index(p, removed);
+        mark = entry_mark(p, removed);
+        memmove(&p->entries[i], &p->entries[i + 1], (p->n - i - 1) * sizeof *p->entries);
         p->n--;
-        if ((removed.placed && removed.plan.independent) || p->n == 0) {
+        index_drop(p, key);
+        if ((removed->placed && removed->plan.independent) || p->n == 0) {
                 /* It held no CPU any other plan was dealt around, or there is no other
                  * plan left to change (the last managed process exits). */
-                entry_done(&removed);
+                entry_done(removed);
+                free(removed);
                 if (ret_changed)
                         tune_keys_done(ret_changed);
                 return 0;
@@ -546,13 +661,15 @@ int tune_placer_remove(tune_placer *p, uint64_t key, tune_keys *ret_changed) {
         /* The plans dealt CPUs where it had them. */
         r = placer_replan_around(p, -1, mark, key, true, ret_changed);
         if (r < 0) {
-                /* Put it back where it was. */
-                memmove(&p->entries[i + 1], &p->entries[i], (p->n - i) * sizeof(placer_entry));
+                /* Put it back where it was (the index has room: it held it). */
+                memmove(&p->entries[i + 1], &p->entries[i], (p->n - i) * sizeof *p->entries);
                 p->entries[i] = removed;
                 p->n++;
+                index_put(p, removed);
                 return r;
         }
-        entry_done(&removed);
+        entry_done(removed);
+        free(removed);
         return 0;
 }
 
@@ -571,13 +688,15 @@ int tune_placer_explain(const tune_placer *p, uint64_t key, tune_plan *ret) {
         _cleanup_free_ tune_plan_request *reqs = NULL;
         _cleanup_free_ tune_plan *out = NULL;
         tune_plan_params params = p->params;
-        const tune_plan *pl = tune_placer_get(p, key);
+        const placer_entry *e = placer_find(p, key);
+        const tune_plan *pl = e && e->placed ? &e->plan : NULL;
         tune_plan copy = {};
-        unsigned at = 0;
+        unsigned at;
         int r;
 
         if (!pl)
                 return -ENOENT;
+        at = entry_index(p, e);
         r = tune_plan_copy(&copy, pl);
         if (r < 0)
                 return r;
@@ -591,9 +710,6 @@ int tune_placer_explain(const tune_placer *p, uint64_t key, tune_plan *ret) {
                 tune_plan_done(&copy);
                 return -ENOMEM;
         }
-        for (unsigned i = 0; i < p->n; i++)
-                if (p->entries[i].key == key)
-                        at = i;
         params.no_reasons = false;
         r = tune_plan_compute(p->t, &params, reqs, p->n, out);
         if (r < 0) {
@@ -623,8 +739,8 @@ int tune_placer_inference_cpus(const tune_placer *p, tune_cpuset *ret) {
         _cleanup_cpuset_ tune_cpuset all = {};
 
         for (unsigned i = 0; i < p->n; i++) {
-                const tune_plan *pl = &p->entries[i].plan;
-                if (!p->entries[i].placed || pl->action != TUNE_PLAN_PLACE)
+                const tune_plan *pl = &p->entries[i]->plan;
+                if (!p->entries[i]->placed || pl->action != TUNE_PLAN_PLACE)
                         continue;
                 int r = tune_cpuset_or(&all, &pl->pool);
                 if (r < 0)
