@@ -7,7 +7,8 @@
  *           re-plan and with tune_plan_params.replan_all (every process re-planned on
  *           each change): the time and the plans made, for a rule whose processes fit on
  *           their node (control 1 + compute 1) and one whose processes take a fair share
- *           (control 2 + the rest: short beyond a few per node, so all are coupled);
+ *           (control 2 + the rest: short beyond a few per node, so all are coupled); at 256
+ *           and 512 arrivals every node is full and every process short;
  *   apply:  tune_affinity_apply() on a live child process with T threads, when every
  *           thread must move (flip between two CPU sets) and when none must (a re-check:
  *           two walks of /proc/PID/task and a sched_getaffinity per thread).
@@ -158,7 +159,7 @@ static void bench_burst(void) {
                 .control = { .name_globs = ctl_globs, .main_thread = true, .cpus = 2 },
                 .compute = { .name_globs = work_globs },
         };
-        const unsigned sizes[] = { 64, 256 };
+        const unsigned sizes[] = { 64, 256, 512 };
 
         for (unsigned s = 0; s < ELEMENTSOF(sizes); s++)
                 for (int all = 1; all >= 0; all--) {

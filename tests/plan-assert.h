@@ -53,6 +53,7 @@ static inline void assert_same_decisions(const tune_plan *a, const tune_plan *b)
         for (unsigned r = 0; r < _TUNE_ROLE_MAX; r++)
                 assert_true(tune_cpuset_equal(&a->role_cpus[r], &b->role_cpus[r]));
         assert_true(tune_cpuset_equal(&a->borrowed_nodes, &b->borrowed_nodes));
+        assert_true(tune_cpuset_equal(&a->asked_nodes, &b->asked_nodes));
         assert_true(tune_cpuset_equal(&a->mem_nodes, &b->mem_nodes));
         assert_int_equal(a->cpus_wanted, b->cpus_wanted);
         assert_int_equal(a->shared, b->shared);

@@ -95,6 +95,8 @@ typedef struct tune_plan {
         tune_cpuset pool;           /* every CPU the process may use */
         tune_cpuset role_cpus[_TUNE_ROLE_MAX]; /* control, compute, other (= pool) */
         tune_cpuset borrowed_nodes; /* nodes outside home_nodes that lent CPUs */
+        tune_cpuset asked_nodes;    /* nodes it asked for spare CPUs while short (it may take
+                                     * CPUs there): those that lent, and those full by its turn */
         unsigned cpus_wanted;       /* control + compute; 0: an elastic fair share */
         bool shared;                /* explicit unattributed_cpus: not exclusive */
         bool memory_decided;        /* mem_nodes was decided (possibly: leave memory alone) */
@@ -176,6 +178,21 @@ typedef struct tune_plan_request {
  * without a rule). Refusals are not errors: they are plans with action REFUSE. */
 int tune_plan_compute(const tune_topology *t, const tune_plan_params *params,
                       const tune_plan_request *reqs, unsigned n, tune_plan *ret);
+/* When a node's last available CPU was given, for the placer's incremental re-plan
+ * (libtune/placement/placer.c): a short process borrows on a node only before this. */
+typedef struct tune_plan_fill {
+        bool given;            /* in: the processes on this node are not among the requests,
+                                * and it fills as below (out: left as it is) */
+        bool full;             /* false: some CPU was never given */
+        tune_claim_tier tier;  /* in this tier's deal or borrowing */
+        bool by_borrow;        /* lent to a short process (else dealt to those homed there) */
+        unsigned from;         /* by_borrow: full for the requests of this index and after */
+} tune_plan_fill;
+
+/* tune_plan_compute(), and when fills is not NULL, each node's fill (fills[i] for
+ * t->nodes[i]): in, the nodes whose fill is given; out, the fill of every other node. */
+int tune_plan_compute_fills(const tune_topology *t, const tune_plan_params *params, const tune_plan_request *reqs,
+                            unsigned n, tune_plan_fill *fills, tune_plan *ret);
 /* Whether req's plan can be independent (tune_plan.independent) at all: false means it is
  * certainly dealt node CPUs with the others, so planning it alone would be wasted. */
 bool tune_plan_request_may_be_independent(const tune_plan_request *req) _pure_;

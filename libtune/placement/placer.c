@@ -13,6 +13,7 @@
 
 typedef struct placer_entry {
         uint64_t key;
+        uint64_t arrival;           /* increasing with arrival: the order of the entries */
         const tune_policy_rule *rule;
         tune_accel *accels;         /* copies without local_cpus (the plan does not need them) */
         const tune_accel **accel_ptrs;
@@ -26,7 +27,6 @@ typedef struct placer_entry {
         bool has_previous;
         tune_plan_cpuset cpuset;
         bool has_cpuset;
-        uint64_t seq; /* its arrival: tune_placer.entries is sorted by it */
 } placer_entry;
 
 /* A slot of the key index: open addressing, linear probing; e NULL: free. */
@@ -34,6 +34,15 @@ typedef struct placer_slot {
         uint64_t key;
         placer_entry *e;
 } placer_slot;
+/* When a node's last available CPU was given in the last plan of its processes
+ * (tune_plan_fill, by arrival rather than by index): a short process borrows there only
+ * before then. */
+typedef struct placer_fill {
+        bool full;
+        tune_claim_tier tier;
+        bool by_borrow;
+        uint64_t after; /* by_borrow: the arrival of the process that took its last CPU */
+} placer_fill;
 
 struct tune_placer {
         const tune_topology *t;
@@ -42,12 +51,14 @@ struct tune_placer {
          * pointers and not N entries of half a KiB each. */
         placer_entry **entries;
         unsigned n, n_alloc;
-        uint64_t next_seq;
         /* Key -> entry: every event of a managed process looks its entry up, and a scan
          * made a burst of N processes cost N^2 comparisons. n_slots is 0 or a power of two
          * at least twice n. */
         placer_slot *slots;
         unsigned n_slots;
+        uint64_t arrivals;
+        placer_fill *fills;    /* [node index] of t, as every managed process planned again
+                                * would fill it; NULL: not known (re-plan every process) */
         uint64_t plans_made;
 };
 
@@ -79,7 +90,7 @@ static unsigned entry_index(const tune_placer *p, const placer_entry *e) {
 
         while (hi - lo > 1) {
                 unsigned mid = lo + (hi - lo) / 2;
-                if (p->entries[mid]->seq <= e->seq)
+                if (p->entries[mid]->arrival <= e->arrival)
                         lo = mid;
                 else
                         hi = mid;
@@ -195,6 +206,7 @@ tune_placer *tune_placer_free(tune_placer *p) {
         }
         free(p->entries);
         free(p->slots);
+        free(p->fills);
         free(p);
         return NULL;
 }
@@ -221,6 +233,10 @@ static void entry_take_plan(placer_entry *e, tune_plan *plan) {
         e->placed = true;
 }
 
+static const tune_plan_cpuset *entry_cpuset(const placer_entry *e) {
+        return e->has_cpuset ? &e->cpuset : NULL;
+}
+
 static tune_plan_request entry_request(const placer_entry *e) {
         return (tune_plan_request) {
                 .key = e->key,
@@ -229,7 +245,7 @@ static tune_plan_request entry_request(const placer_entry *e) {
                 .accels = e->accel_ptrs,
                 .n_accels = e->n_accels,
                 .previous = e->placed ? &e->plan : NULL,
-                .cpuset = e->has_cpuset ? &e->cpuset : NULL,
+                .cpuset = entry_cpuset(e),
         };
 }
 
@@ -281,60 +297,74 @@ static int placer_take(tune_placer *p, const unsigned *idx, unsigned m, tune_pla
         return 0;
 }
 
+/* A node's fill in a plan of the entries idx (NULL: every entry), by arrival. */
+static placer_fill fill_by_arrival(const tune_placer *p, const unsigned *idx, const tune_plan_fill *f) {
+        bool by_borrow = f->full && f->by_borrow;
+
+        return (placer_fill) {
+                .full = f->full,
+                .tier = f->tier,
+                .by_borrow = by_borrow,
+                .after = by_borrow ? p->entries[idx ? idx[f->from - 1] : f->from - 1]->arrival : 0,
+        };
+}
+
 /* Re-plan every entry; on success swap the new placements in and report the entries
  * (other than skip_key) whose CPUs changed. On failure nothing changes. */
 static int placer_replan(tune_placer *p, const tune_topology *t, uint64_t skip_key, bool skip, tune_keys *ret_changed) {
         _cleanup_free_ tune_plan_request *reqs = NULL;
+        _cleanup_free_ tune_plan_fill *fills = NULL;
+        _cleanup_free_ placer_fill *kept = NULL;
         tune_plan *out = NULL;
         int r;
 
         reqs = placer_requests(p, false);
+        fills = calloc(t->n_nodes ? t->n_nodes : 1, sizeof *fills);
+        kept = calloc(t->n_nodes ? t->n_nodes : 1, sizeof *kept);
         out = calloc(p->n ? p->n : 1, sizeof *out);
-        if (!reqs || !out) {
+        if (!reqs || !fills || !kept || !out) {
                 free(out);
                 return -ENOMEM;
         }
-        r = tune_plan_compute(t, &p->params, reqs, p->n, out);
+        r = tune_plan_compute_fills(t, &p->params, reqs, p->n, fills, out);
         if (r < 0) {
                 free(out);
                 return r;
         }
         p->plans_made += p->n;
+        for (unsigned i = 0; i < t->n_nodes; i++)
+                kept[i] = fill_by_arrival(p, NULL, &fills[i]);
         r = placer_take(p, NULL, p->n, out, skip_key, skip, ret_changed);
-        if (r >= 0)
-                p->t = t;
-        return r;
+        if (r < 0)
+                return r;
+        p->t = t;
+        free(p->fills);
+        p->fills = TAKE_PTR(kept);
+        return 0;
 }
 
-/* Whether pl (by rule) may look at every node: it borrowed, or is short of what it wants
- * (a refusal for want of CPUs, its whole cpuset shared, fewer CPUs than its rule's fixed
- * want or an elastic share's least), or is planned on a far cpuset's nodes. A short plan
- * borrows from the nearest node with spare CPUs, so CPUs freed on any node can move it. */
-static bool plan_reaches_all(const tune_plan *pl, const tune_policy_rule *rule) {
-        unsigned least = pl->cpus_wanted > 0 ? pl->cpus_wanted : rule->control.cpus + rule->compute.cpus + 1;
-
-        /* A far cpuset's plan is homed on its cpuset's nodes, which home_nodes does not name. */
-        return !tune_cpuset_is_empty(&pl->borrowed_nodes) || pl->action != TUNE_PLAN_PLACE || pl->shared || pl->cpuset_far ||
-               tune_cpuset_count(&pl->pool) < least;
-}
-
-/* Whether pl was dealt CPUs on the node of index i of t with the other plans (its home
- * nodes, the nodes it borrowed from, the nodes its pool has CPUs on). */
-static bool plan_on_node(const tune_topology *t, const tune_plan *pl, unsigned i) {
+/* Whether pl (planned in cpuset cs, NULL: none) was dealt CPUs on the node of index i of t
+ * with the other plans: its home nodes, the nodes it borrowed from, the nodes its pool has
+ * CPUs on. A far cpuset's plan is homed on the nodes its cpuset has CPUs on, not on its
+ * accelerators' (home_nodes). A whole cpuset shared was dealt no CPU of it. */
+static bool plan_on_node(const tune_topology *t, const tune_plan *pl, const tune_plan_cpuset *cs, unsigned i) {
         const tune_node *node = &t->nodes[i];
 
-        return tune_cpuset_has(&pl->home_nodes, (unsigned) node->id) ||
-               tune_cpuset_has(&pl->borrowed_nodes, (unsigned) node->id) || tune_cpuset_overlaps(&node->cpus, &pl->pool);
+        if (pl->cpuset_far && (!cs || tune_cpuset_is_empty(&cs->cpus) || tune_cpuset_overlaps(&node->cpus, &cs->cpus)))
+                return true;
+        return (!pl->cpuset_far && tune_cpuset_has(&pl->home_nodes, (unsigned) node->id)) ||
+               tune_cpuset_has(&pl->borrowed_nodes, (unsigned) node->id) ||
+               (!pl->shared && tune_cpuset_overlaps(&node->cpus, &pl->pool));
 }
 
-/* Whether pl (a plan dealt CPUs with the others, by rule) is on a node whose mark is
- * `marked`; with mark_them, marks every node it is on. */
-static bool plan_nodes(const tune_topology *t, const tune_plan *pl, const tune_policy_rule *rule, bool *mark, bool marked,
+/* Whether pl (a plan dealt CPUs with the others) is on a node whose mark is `marked`; with
+ * mark_them, marks every node it is on. */
+static bool plan_nodes(const tune_topology *t, const tune_plan *pl, const tune_plan_cpuset *cs, bool *mark, bool marked,
                        bool mark_them) {
-        bool all = plan_reaches_all(pl, rule), any = false;
+        bool any = false;
 
         for (unsigned i = 0; i < t->n_nodes; i++)
-                if (mark[i] == marked && (all || plan_on_node(t, pl, i))) {
+                if (mark[i] == marked && plan_on_node(t, pl, cs, i)) {
                         any = true;
                         if (!mark_them)
                                 break;
@@ -343,32 +373,95 @@ static bool plan_nodes(const tune_topology *t, const tune_plan *pl, const tune_p
         return any;
 }
 
+/* Whether a node that fills as f is full when e's turn to borrow comes: the planner lends
+ * tier by tier, after the tier's deal, to the tier's short plans in arrival order. */
+static bool fill_before(const placer_fill *f, const placer_entry *e) {
+        return f->full && (f->tier < e->claim.tier || (f->tier == e->claim.tier && (!f->by_borrow || f->after < e->arrival)));
+}
+
+/* The fills of the nodes not marked, for a plan of the entries idx[0..m) (none of which is
+ * on them): a node another entry took the last CPU of is full for those that arrived after it. */
+static void placer_given_fills(const tune_placer *p, const unsigned *idx, unsigned m, const bool *mark, tune_plan_fill *fills) {
+        for (unsigned i = 0; i < p->t->n_nodes; i++) {
+                const placer_fill *f = &p->fills[i];
+                unsigned from = 0;
+
+                fills[i] = (tune_plan_fill) {};
+                if (mark[i])
+                        continue;
+                while (f->by_borrow && from < m && p->entries[idx[from]]->arrival < f->after)
+                        from++;
+                fills[i] = (tune_plan_fill) { .given = true, .full = f->full, .tier = f->tier, .by_borrow = f->by_borrow, .from = from };
+        }
+}
+
+/* The entries outside the component (not in) that its new plan moves: a plan that asked a
+ * node of the component (marked) for spare CPUs (tune_plan.asked_nodes) and was not lent
+ * any there (it is not on it) takes some if the node is not full by its turn to borrow now
+ * (fills: the component's new plan's). Adds them to in (joined: scratch) and marks their
+ * nodes; returns whether there were any. */
+static bool placer_askers_join(const tune_placer *p, const placer_fill *fills, bool *in, bool *joined, bool *mark) {
+        const tune_topology *t = p->t;
+        bool any = false;
+
+        for (unsigned k = 0; k < p->n; k++) {
+                const placer_entry *e = p->entries[k];
+
+                joined[k] = false;
+                if (in[k] || !e->placed || e->plan.independent || tune_cpuset_is_empty(&e->plan.asked_nodes))
+                        continue;
+                for (unsigned i = 0; i < t->n_nodes && !joined[k]; i++)
+                        joined[k] = mark[i] && tune_cpuset_has(&e->plan.asked_nodes, (unsigned) t->nodes[i].id) &&
+                                    !fill_before(&fills[i], e);
+                any = any || joined[k];
+        }
+        for (unsigned k = 0; k < p->n; k++)
+                if (joined[k]) {
+                        in[k] = true;
+                        (void) plan_nodes(t, &p->entries[k]->plan, entry_cpuset(p->entries[k]), mark, false, true);
+                }
+        return any;
+}
+
 /* Re-plan only the entries a change can move: the entry `must` (its index; -1: none) and
  * every entry whose plan takes part in dealing CPUs on a marked node (mark: the nodes the
- * changed plan was on, by index in the topology), closed over the nodes those are on. The
- * planner deals each node's CPUs among the plans homed there and lends a node's spare CPUs
- * to the nearest short plans, so plans on disjoint sets of nodes cannot move each other:
- * this component planned alone gets what re-planning every entry would give it, and
- * nobody else would change (a re-plan keeps a plan as it is), provided its new plans stay
- * on its nodes. When one reaches further (it borrows where it did not), the component
- * grows by those nodes and is planned again. So a burst of processes on distinct nodes
- * costs a plan of its node's processes each, not a plan of every managed process.
- * Overlapping firmware nodes (pools shared between nodes), a host of one node and the
- * reference mode (tune_plan_params.replan_all) re-plan everything. Reports changed as placer_replan(). */
+ * changed plan was on, by index in the topology), closed over the nodes those are on: the
+ * component. The planner deals each node's CPUs among the plans homed there, then lends
+ * the nodes' spare CPUs, tier by tier, to the short plans in arrival order, nearest node
+ * first; a node lends nothing once full. So the component, planned alone with every other
+ * node full from the point where its last plan filled it (placer_given_fills()), gets what
+ * re-planning every entry would give it, and no entry outside changes (a re-plan keeps a
+ * plan as it is), provided that:
+ *  - its new plans stay on its nodes. When one reaches further (it is homed or borrows
+ *    where it was not: a node that was not full yet at its turn), the component grows by
+ *    those nodes and is planned again;
+ *  - no plan outside that asked a node of the component for spare CPUs finds it not full
+ *    by its turn to borrow now (placer_askers_join()). Those join, and it is planned again.
+ * Once the nodes are full, a burst of arrivals then costs a plan of the arriving process's
+ * node each, not a plan of every managed process. The fills planned are kept for the next
+ * change (p->fills). Overlapping firmware nodes (pools shared between nodes), a host of
+ * one node and the reference mode (tune_plan_params.replan_all) re-plan everything.
+ * Reports changed as placer_replan(). */
 static int placer_replan_around(tune_placer *p, int must, bool *mark, uint64_t skip_key, bool skip, tune_keys *ret_changed) {
         const tune_topology *t = p->t;
-        _cleanup_free_ bool *in = NULL;
+        _cleanup_free_ bool *in = NULL, *joined = NULL;
         _cleanup_free_ unsigned *idx = NULL;
         _cleanup_free_ tune_plan_request *reqs = NULL;
+        _cleanup_free_ tune_plan_fill *fills = NULL;
+        _cleanup_free_ placer_fill *planned = NULL;
+        size_t n = p->n ? p->n : 1, n_nodes = t->n_nodes ? t->n_nodes : 1;
         int r;
 
         /* One node, or one process: every coupled plan is in the component anyway. */
-        if (p->params.replan_all || t->nodes_overlap || !mark || t->n_nodes <= 1 || p->n <= 1)
+        if (p->params.replan_all || t->nodes_overlap || !mark || !p->fills || t->n_nodes <= 1 || p->n <= 1)
                 return placer_replan(p, t, skip_key, skip, ret_changed);
-        in = calloc(p->n ? p->n : 1, sizeof(bool));
-        idx = calloc(p->n ? p->n : 1, sizeof(unsigned));
-        reqs = calloc(p->n ? p->n : 1, sizeof *reqs);
-        if (!in || !idx || !reqs)
+        in = calloc(n, sizeof(bool));
+        joined = calloc(n, sizeof(bool));
+        idx = calloc(n, sizeof(unsigned));
+        reqs = calloc(n, sizeof *reqs);
+        fills = calloc(n_nodes, sizeof *fills);
+        planned = calloc(n_nodes, sizeof *planned);
+        if (!in || !joined || !idx || !reqs || !fills || !planned)
                 return -ENOMEM;
         for (;;) {
                 unsigned m = 0;
@@ -381,10 +474,11 @@ static int placer_replan_around(tune_placer *p, int must, bool *mark, uint64_t s
                                 placer_entry *e = p->entries[i];
                                 bool coupled = e->placed && !e->plan.independent;
 
-                                if (in[i] || ((int) i != must && (!coupled || !plan_nodes(t, &e->plan, e->rule, mark, true, false))))
+                                if (in[i] || ((int) i != must &&
+                                              (!coupled || !plan_nodes(t, &e->plan, entry_cpuset(e), mark, true, false))))
                                         continue;
                                 in[i] = true;
-                                if (coupled && plan_nodes(t, &e->plan, e->rule, mark, false, true))
+                                if (coupled && plan_nodes(t, &e->plan, entry_cpuset(e), mark, false, true))
                                         grew = true;
                         }
                 }
@@ -398,17 +492,29 @@ static int placer_replan_around(tune_placer *p, int must, bool *mark, uint64_t s
                 out = calloc(m ? m : 1, sizeof *out);
                 if (!out)
                         return -ENOMEM;
-                r = tune_plan_compute(t, &p->params, reqs, m, out);
+                placer_given_fills(p, idx, m, mark, fills);
+                r = tune_plan_compute_fills(t, &p->params, reqs, m, fills, out);
                 if (r < 0) {
                         free(out);
                         return r;
                 }
                 p->plans_made += m;
                 for (unsigned j = 0; j < m; j++)
-                        if (!out[j].independent && plan_nodes(t, &out[j], reqs[j].rule, mark, false, true))
+                        if (!out[j].independent && plan_nodes(t, &out[j], reqs[j].cpuset, mark, false, true))
                                 further = true;
-                if (!further)
-                        return placer_take(p, idx, m, out, skip_key, skip, ret_changed);
+                if (!further) {
+                        for (unsigned i = 0; i < t->n_nodes; i++)
+                                if (mark[i])
+                                        planned[i] = fill_by_arrival(p, idx, &fills[i]);
+                        further = placer_askers_join(p, planned, in, joined, mark);
+                }
+                if (!further) {
+                        r = placer_take(p, idx, m, out, skip_key, skip, ret_changed);
+                        for (unsigned i = 0; r >= 0 && i < t->n_nodes; i++)
+                                if (mark[i])
+                                        p->fills[i] = planned[i];
+                        return r;
+                }
                 for (unsigned j = 0; j < m; j++)
                         tune_plan_done(&out[j]);
                 free(out);
@@ -421,7 +527,7 @@ static bool *entry_mark(const tune_placer *p, const placer_entry *e) {
         bool *mark = calloc(p->t->n_nodes ? p->t->n_nodes : 1, sizeof(bool));
 
         if (mark && e->placed && !e->plan.independent)
-                (void) plan_nodes(p->t, &e->plan, e->rule, mark, false, true);
+                (void) plan_nodes(p->t, &e->plan, entry_cpuset(e), mark, false, true);
         return mark;
 }
 
@@ -528,7 +634,7 @@ int tune_placer_set_claim(tune_placer *p, uint64_t key, const tune_policy_rule *
         if (e) {
                 /* Replace in place, keeping the CPUs it has; its memory is decided anew. */
                 placer_entry old = *e;
-                fresh.seq = old.seq;
+                fresh.arrival = old.arrival;
                 fresh.plan = old.plan;
                 fresh.placed = old.placed;
                 fresh.cpuset = old.cpuset;
@@ -566,8 +672,8 @@ int tune_placer_set_claim(tune_placer *p, uint64_t key, const tune_policy_rule *
                 entry_done(&fresh);
                 return -ENOMEM;
         }
+        fresh.arrival = ++p->arrivals;
         *e = fresh;
-        e->seq = p->next_seq++;
         p->entries[p->n++] = e;
         index_put(p, e);
         r = placer_plan_changed(p, e, ret_changed);
@@ -651,7 +757,12 @@ int tune_placer_remove(tune_placer *p, uint64_t key, tune_keys *ret_changed) {
         index_drop(p, key);
         if ((removed->placed && removed->plan.independent) || p->n == 0) {
                 /* It held no CPU any other plan was dealt around, or there is no other
-                 * plan left to change (the last managed process exits). */
+                 * plan left to change (the last managed process exits: its fills are
+                 * gone with it, and the next plan of every entry finds them again). */
+                if (p->n == 0) {
+                        free(p->fills);
+                        p->fills = NULL;
+                }
                 entry_done(removed);
                 free(removed);
                 if (ret_changed)

@@ -34,6 +34,7 @@ void tune_plan_done(tune_plan *p) {
         for (unsigned i = 0; i < _TUNE_ROLE_MAX; i++)
                 tune_cpuset_done(&p->role_cpus[i]);
         tune_cpuset_done(&p->borrowed_nodes);
+        tune_cpuset_done(&p->asked_nodes);
         tune_cpuset_done(&p->mem_nodes);
         for (unsigned i = 0; i < p->n_reasons; i++)
                 free(p->reasons[i]);
@@ -58,6 +59,7 @@ int tune_plan_copy(tune_plan *dst, const tune_plan *src) {
         if (tune_cpuset_copy(&c.home_nodes, &src->home_nodes) < 0 ||
             tune_cpuset_copy(&c.pool, &src->pool) < 0 ||
             tune_cpuset_copy(&c.borrowed_nodes, &src->borrowed_nodes) < 0 ||
+            tune_cpuset_copy(&c.asked_nodes, &src->asked_nodes) < 0 ||
             tune_cpuset_copy(&c.mem_nodes, &src->mem_nodes) < 0)
                 r = -ENOMEM;
         for (unsigned i = 0; r == 0 && i < _TUNE_ROLE_MAX; i++)
@@ -204,6 +206,7 @@ typedef struct plan_node {
         tune_cpuset taken;   /* CPUs chosen */
         unsigned pool_of;    /* index of the node whose pool deals this node's CPUs (itself, or
                               * the lowest node with the same CPUs when the firmware overlaps) */
+        tune_plan_fill fill; /* when used reached cap */
 } plan_node;
 
 typedef struct plan_claim {
@@ -233,6 +236,7 @@ typedef struct plan_state {
         plan_claim *claims;
         unsigned n_claims;
         void *claim_arrays; /* every claim's per-node arrays, in one allocation */
+        const tune_plan_fill *fills; /* [node index] given fills; NULL: none */
 } plan_state;
 
 static void plan_state_done(plan_state *s) {
@@ -542,6 +546,22 @@ static int cmp_homed_by_user_arrival(const void *a, const void *b) {
         return x->k < y->k ? -1 : x->k > y->k;
 }
 
+/* Note when the node's last CPU is given: by the deal of a tier, or lent to the claim of
+ * index k (the claims after it find it full). */
+static void note_fill(plan_node *node, tune_claim_tier tier, bool by_borrow, unsigned k) {
+        if (node->fill.full || node->used < node->cap)
+                return;
+        node->fill = (tune_plan_fill) { .full = true, .tier = tier, .by_borrow = by_borrow, .from = by_borrow ? k + 1 : 0 };
+}
+
+/* Whether node i's fill is given (its claims are not planned here) and it is full by the
+ * time claim k of this tier borrows. */
+static bool given_full(const plan_state *s, unsigned i, tune_claim_tier tier, unsigned k) {
+        const tune_plan_fill *f = s->fills ? &s->fills[i] : NULL;
+
+        return f && f->given && f->full && (f->tier < tier || (f->tier == tier && (!f->by_borrow || f->from <= k)));
+}
+
 /* Deal each node's available CPUs to the claims of one tier homed there: round-robin over
  * uids (in the order their first claim arrived), each uid's turn going round-robin to its
  * claims in arrival order. With one uid this is plain round-robin over the claims. Each
@@ -614,6 +634,7 @@ static int deal_home_cpus(plan_state *s, tune_claim_tier tier) {
                                 }
                         }
                 }
+                note_fill(node, tier, false, 0);
         }
         return 0;
 }
@@ -681,6 +702,14 @@ static int borrow_cpus(plan_state *s, tune_claim_tier tier) {
                         unsigned spare = node->cap - node->used, take;
                         int r;
 
+                        if (c->room[i] == c->grant[i])
+                                continue;
+                        /* What it takes here depends on what is left here by now. */
+                        r = tune_cpuset_add(&c->out->asked_nodes, (unsigned) node->id);
+                        if (r < 0)
+                                return r;
+                        if (given_full(s, i, tier, k))
+                                continue;
                         if (c->room[i] - c->grant[i] < spare)
                                 spare = c->room[i] - c->grant[i];
                         if (spare == 0)
@@ -689,6 +718,7 @@ static int borrow_cpus(plan_state *s, tune_claim_tier tier) {
                         c->grant[i] += take;
                         c->total += take;
                         node->used += take;
+                        note_fill(node, tier, true, k);
                         if (c->home[i])
                                 continue;
                         r = tune_cpuset_add(&c->out->borrowed_nodes, (unsigned) node->id);
@@ -1142,6 +1172,8 @@ static int plan_state_init(plan_state *s, const tune_topology *t, const tune_pla
                         tune_cpuset_andnot(&node->avail, &t->nodes[j].cpus);
                 }
                 node->cap = tune_cpuset_count(&node->avail);
+                if (node->cap == 0)
+                        node->fill = (tune_plan_fill) { .full = true };
         }
         /* Per claim: demand, grant, chosen, room (unsigned) and dist (int), then home (bool)
          * after every claim's numbers: one allocation for a plan, not six per claim. */
@@ -1285,7 +1317,12 @@ bool tune_plan_request_may_be_independent(const tune_plan_request *req) {
 
 int tune_plan_compute(const tune_topology *t, const tune_plan_params *params,
                       const tune_plan_request *reqs, unsigned n, tune_plan *ret) {
-        plan_state s = {};
+        return tune_plan_compute_fills(t, params, reqs, n, NULL, ret);
+}
+
+int tune_plan_compute_fills(const tune_topology *t, const tune_plan_params *params, const tune_plan_request *reqs,
+                            unsigned n, tune_plan_fill *fills, tune_plan *ret) {
+        plan_state s = { .fills = fills };
         int r;
 
         if (!t || (n > 0 && (!reqs || !ret)))
@@ -1296,6 +1333,9 @@ int tune_plan_compute(const tune_topology *t, const tune_plan_params *params,
         r = plan_state_init(&s, t, params, reqs, n, ret);
         if (r >= 0)
                 r = plan_all(&s);
+        for (unsigned i = 0; r >= 0 && fills && i < s.n_nodes; i++)
+                if (!fills[i].given)
+                        fills[i] = s.nodes[i].fill;
         plan_state_done(&s);
         if (r < 0)
                 for (unsigned k = 0; k < n; k++)
