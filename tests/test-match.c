@@ -57,6 +57,8 @@ static int fake_loader(tune_proc_facts *f, tune_fact fact, void *userdata) {
                         return -ESRCH;
                 f->uid = (uid_t) p->uid;
                 break;
+        case TUNE_FACT_ENVIRON:
+                return -EINVAL; /* no rule asks for it */
         }
         f->loaded |= fact;
         return 0;
@@ -274,6 +276,54 @@ static void test_policy_order_and_retitle(void **state) {
         assert_null(tune_policy_match(NULL, &f, &retitle));
 }
 
+/* The matcher says a process is kept (so its environment may be read with its command
+ * line) exactly when it asks for the command line of a rule whose retitle-proof criteria
+ * all held: such a process is at least a retitle candidate, whatever the command line. */
+static void test_kept_before_cmdline(void **state) {
+        tune_policy_rule exe_and_cmdline = { .name = (char *) "a", .match_exe = (char *) "/usr/bin/python3*" };
+        tune_policy_rule cmdline_only = { .name = (char *) "b" };
+        tune_policy p = { .rules = &exe_and_cmdline, .n_rules = 1 };
+        fake_proc ls = { .comm = "ls", .exe = "/usr/bin/ls", .cmdline = "ls -l", .uid = 0 };
+        tune_proc_facts f;
+        bool retitle;
+        (void) state;
+
+        set_cmdline(&exe_and_cmdline, "^nomatch");
+        set_cmdline(&cmdline_only, "^VLLM::");
+
+        /* The exe holds, the command line fails: kept, and a candidate. */
+        facts_for(&f, &vllm_worker);
+        assert_null(tune_policy_match(&p, &f, &retitle));
+        assert_true(retitle);
+        assert_true(f.kept);
+        assert_true(vllm_worker.asked & TUNE_FACT_CMDLINE);
+        tune_proc_facts_done(&f);
+
+        /* The exe fails: the command line is never asked for, nothing kept. */
+        facts_for(&f, &ls);
+        assert_null(tune_policy_match(&p, &f, &retitle));
+        assert_false(retitle);
+        assert_false(f.kept);
+        assert_false(ls.asked & TUNE_FACT_CMDLINE);
+        tune_proc_facts_done(&f);
+
+        /* Only a command line: asked for every process, kept for none (it would be every
+         * exec on the host), matched or not. */
+        p.rules = &cmdline_only;
+        facts_for(&f, &ls);
+        assert_null(tune_policy_match(&p, &f, &retitle));
+        assert_false(f.kept);
+        assert_true(ls.asked & TUNE_FACT_CMDLINE);
+        tune_proc_facts_done(&f);
+        facts_for(&f, &vllm_worker);
+        assert_ptr_equal(tune_policy_match(&p, &f, &retitle), &cmdline_only);
+        assert_false(f.kept);
+        tune_proc_facts_done(&f);
+
+        rule_done(&exe_and_cmdline);
+        rule_done(&cmdline_only);
+}
+
 static void test_rank(void **state) {
         tune_policy_rule r = {};
         tune_proc_facts f;
@@ -442,6 +492,7 @@ int main(void) {
                 cmocka_unit_test(test_cgroup_prefix),
                 cmocka_unit_test(test_glob_match),
                 cmocka_unit_test(test_policy_order_and_retitle),
+                cmocka_unit_test(test_kept_before_cmdline),
                 cmocka_unit_test(test_rank),
                 cmocka_unit_test(test_regex_prefix),
                 cmocka_unit_test(test_cmdline_literal),

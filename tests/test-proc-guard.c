@@ -10,11 +10,13 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "npu-tuned/proc.h"
 #include "proc-guard.h"
 
 static int gate[2];
@@ -157,6 +159,51 @@ static void test_deadline_backoff_bound(void **state) {
         close(gate[1]);
 }
 
+/* A pair read (an exec's command line and environment) on one worker gives each file what
+ * a read of it alone gives, and each failure its own. */
+static void test_pair_read(void **state) {
+        _cleanup_(tune_ctx_freep) tune_ctx *ctx = NULL;
+        _cleanup_free_ char *cmdline = NULL, *environ_text = NULL, *alone_cmdline = NULL, *alone_environ = NULL;
+        ProcGuard *g = NULL;
+        size_t len = 0, alone_len = 0;
+        bool truncated = true, alone_truncated = true;
+        pid_t gone;
+        int cmdline_r;
+
+        (void) state;
+        assert_int_equal(tune_ctx_new("/", &ctx), 0);
+        assert_int_equal(proc_guard_new(ctx, &g), 0);
+        proc_guard_install(g, ctx);
+
+        assert_int_equal(tune_proc_read_cmdline_environ(ctx, getpid(), &cmdline, &cmdline_r, &environ_text, &len,
+                                                        &truncated),
+                         0);
+        assert_int_equal(cmdline_r, 0);
+        assert_int_equal(tune_proc_read_cmdline(ctx, getpid(), &alone_cmdline), 0);
+        assert_int_equal(tune_proc_read_environ(ctx, getpid(), &alone_environ, &alone_len, &alone_truncated), 0);
+        assert_string_equal(cmdline, alone_cmdline);
+        assert_true(strstr(cmdline, "test-proc-guard") != NULL);
+        assert_int_equal(len, alone_len);
+        assert_true(len > 0);
+        assert_memory_equal(environ_text, alone_environ, len);
+        assert_false(truncated);
+
+        /* A process that is gone: both fail, neither with a text. */
+        gone = fork();
+        assert_true(gone >= 0);
+        if (gone == 0)
+                _exit(0);
+        assert_int_equal(waitpid(gone, NULL, 0), gone);
+        free(cmdline);
+        free(environ_text);
+        cmdline = environ_text = NULL;
+        assert_true(tune_proc_read_cmdline_environ(ctx, gone, &cmdline, &cmdline_r, &environ_text, &len, &truncated) < 0);
+        assert_true(cmdline_r < 0);
+        assert_null(cmdline);
+        assert_null(environ_text);
+        proc_guard_free(g);
+}
+
 /* The guarded memory backend hands back what the kernel's wrote (its own copies). */
 static void test_memmove_backend(void **state) {
         _cleanup_(tune_ctx_freep) tune_ctx *ctx = NULL;
@@ -188,6 +235,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_deadline_backoff_bound),
                 cmocka_unit_test(test_memmove_backend),
+                cmocka_unit_test(test_pair_read),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -38,6 +38,7 @@ typedef struct world {
         size_t len;
         bool quiet; /* callbacks not written down (thousands of them) */
         bool reads_give_up; /* the slow reader gives up (-ETIMEDOUT), as past its deadline */
+        unsigned slow_reads, pair_reads; /* hand-offs to the slow reader, of one file and of two */
 } world;
 
 /* ---- the fake /proc ---- */
@@ -212,9 +213,22 @@ static int fake_slow_read(void *userdata, const tune_ctx *ctx, pid_t pid, const 
                           size_t *ret_len, bool *ret_truncated) {
         world *t = userdata;
 
+        t->slow_reads++;
         if (t->reads_give_up)
                 return -ETIMEDOUT;
         return tune_read_prefix(ctx, path, max, ret, ret_len, ret_truncated);
+}
+
+static void fake_slow_read_pair(void *userdata, const tune_ctx *ctx, pid_t pid, tune_slow_file files[static 2]) {
+        world *t = userdata;
+
+        t->pair_reads++;
+        for (unsigned i = 0; i < 2; i++) {
+                files[i].text = NULL;
+                files[i].r = t->reads_give_up ? -ETIMEDOUT
+                                              : tune_read_prefix(ctx, files[i].path, files[i].max, &files[i].text,
+                                                                 &files[i].len, &files[i].truncated);
+        }
 }
 
 static int setup_with(void **state, const char *json, bool all_thread_names) {
@@ -232,6 +246,7 @@ static int setup_with(void **state, const char *json, bool all_thread_names) {
         params.gave_up_retry_ms = 100;
         params.all_thread_names = all_thread_names;
         tune_ctx_set_slow_reader(t->ctx, fake_slow_read, t);
+        tune_ctx_set_slow_pair_reader(t->ctx, fake_slow_read_pair);
         assert_int_equal(watcher_new(t->event, t->ctx, NULL, t->policy, &params, &ops, t, &t->w), 0);
         *state = t;
         return 0;
@@ -719,6 +734,80 @@ static void test_reload_captures_new_env_name(void **state) {
         assert_int_equal(entry_of(t, 100)->p.rank, 3);
 }
 
+/* At an exec, the command line and the environment of a process the watcher keeps cost one
+ * hand-off to the slow reader (each one a wake-up on the way to the first pin), and
+ * what it keeps of both is what the files say; a process no rule can keep costs no read
+ * of its environment. */
+/* A process as put_process() puts it, with its command line and an environment block. */
+static void put_with_environ(world *t, pid_t pid, uint64_t start_time, const char *comm, const char *exe,
+                             const char *cmdline, const char *env, size_t env_len) {
+        char rel[64], path[512];
+        FILE *f;
+
+        put_process(t, pid, start_time, comm, exe);
+        snprintf(rel, sizeof rel, "proc/%d/cmdline", pid);
+        put(t, rel, cmdline);
+        snprintf(path, sizeof path, "%s/proc/%d/environ", t->root, pid);
+        f = fopen(path, "we");
+        assert_non_null(f);
+        fwrite(env, 1, env_len, f);
+        fclose(f);
+}
+
+/* An exec event, the callbacks it made, and its hand-offs to the slow reader: of two files
+ * at once (pairs) and of one (singles). */
+static void exec_counting_reads(world *t, pid_t pid, const char *want, unsigned pairs, unsigned singles) {
+        t->slow_reads = t->pair_reads = 0;
+        exec_event(t, pid);
+        expect(t, want);
+        assert_int_equal(t->pair_reads, pairs);
+        assert_int_equal(t->slow_reads, singles);
+}
+
+static void test_exec_cmdline_environ_one_hand_off(void **state) {
+        world *t = *state;
+        tune_policy *p = fake_policy_parse(
+                "{\"version\": 1, \"processes\": ["
+                " {\"name\": \"worker\", \"priority\": 20, \"match\": {\"exe\": \"*/python3*\", \"cmdline\": \"^VLLM::Worker\"},"
+                "  \"rank\": {\"from\": \"env\", \"env\": \"MY_SHARD_RANK\"}},"
+                " {\"name\": \"byexe\", \"priority\": 10, \"match\": {\"exe\": \"/opt/engine\"},"
+                "  \"rank\": {\"from\": \"env\", \"env\": \"MY_SHARD_RANK\"}},"
+                " {\"name\": \"bytitle\", \"match\": {\"cmdline\": \"^serve\"}}"
+                "]}");
+        static const char env[] = "PATH=/bin\0MY_SHARD_RANK=5\0";
+
+        assert_int_equal(watcher_reload(t->w, NULL, p), 0);
+        tune_policy_free(t->policy);
+        t->policy = p;
+
+        /* Matched on its exe and command line: one hand-off for both. */
+        put_with_environ(t, 300, 3000, "python3", "/usr/bin/python3.11", "VLLM::Worker_TP0", env, sizeof env - 1);
+        exec_counting_reads(t, 300, "matched 300 worker threads=1\n", 1, 0);
+        assert_string_equal(entry_of(t, 300)->p.cmdline, "VLLM::Worker_TP0");
+        assert_string_equal(tune_env_capture_get(&entry_of(t, 300)->p.env, "MY_SHARD_RANK"), "5");
+        assert_int_equal(entry_of(t, 300)->p.rank, 5);
+
+        /* The same exe, another title: a retitle candidate, also one hand-off, its
+         * environment kept for when it renames itself. */
+        put_with_environ(t, 301, 3010, "python3", "/usr/bin/python3.11", "python3 -m launcher", env, sizeof env - 1);
+        exec_counting_reads(t, 301, "", 1, 0);
+        assert_string_equal(tune_env_capture_get(&entry_of(t, 301)->p.env, "MY_SHARD_RANK"), "5");
+
+        /* Matched by its exe alone: the environment first, the command line (which the
+         * match leaves to its consumers) with it. */
+        put_with_environ(t, 302, 3020, "engine", "/opt/engine", "engine --port 8000", env, sizeof env - 1);
+        exec_counting_reads(t, 302, "matched 302 byexe threads=1\n", 1, 0);
+        assert_string_equal(entry_of(t, 302)->p.cmdline, "engine --port 8000");
+        assert_int_equal(entry_of(t, 302)->p.rank, 5);
+
+        /* Another program: a rule with only a command line reads that of every exec, but
+         * no environment rides along with it. */
+        put_process(t, 303, 3030, "ls", "/usr/bin/ls");
+        put(t, "proc/303/cmdline", "ls -l");
+        exec_counting_reads(t, 303, "", 0, 1);
+        assert_null(watcher_find(t->w, 303));
+}
+
 static void test_fork_child_stat_deferred(void **state) {
         world *t = *state;
         watcher_stats st;
@@ -989,6 +1078,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_exec_threads_exit, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_reload_captures_new_env_name, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_exec_cmdline_environ_one_hand_off, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_thread_names_by_rule, setup_roles, teardown),
                 cmocka_unit_test_setup_teardown(test_unmatch_on_exec, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_pid_reuse, setup, teardown),

@@ -435,8 +435,75 @@ static int slow_read(void *userdata, const tune_ctx *ctx, pid_t pid, const char 
         return (int) r;
 }
 
+/* Two files of one process on one worker, one after the other, under one deadline: an
+ * exec's command line and environment cost one hand-off, not two. */
+typedef struct PairJob {
+        ReadJob files[2];
+        int r[2];
+} PairJob;
+
+static void pair_job_free(void *userdata) {
+        PairJob *j = userdata;
+
+        free(j->files[0].text);
+        free(j->files[1].text);
+        free(j);
+}
+
+static long pair_job_run(void *userdata, const tune_ctx *ctx) {
+        PairJob *j = userdata;
+
+        for (unsigned i = 0; i < 2; i++) {
+                ReadJob *f = &j->files[i];
+                j->r[i] = tune_read_prefix(ctx, f->path, f->max, &f->text, &f->len, &f->truncated);
+                if (j->r[i] < 0)
+                        f->text = NULL;
+        }
+        return 0;
+}
+
+static void slow_read_pair(void *userdata, const tune_ctx *ctx, pid_t pid, tune_slow_file files[static 2]) {
+        ProcGuard *g = userdata;
+        PairJob *j;
+        bool done;
+        long r;
+
+        (void) ctx; /* the workers read through the guard's own */
+        for (unsigned i = 0; i < 2; i++)
+                files[i].text = NULL;
+        j = calloc(1, sizeof *j);
+        if (!j) {
+                files[0].r = files[1].r = -ENOMEM;
+                return;
+        }
+        for (unsigned i = 0; i < 2; i++) {
+                if (strlen(files[i].path) >= sizeof j->files[i].path) {
+                        free(j);
+                        files[0].r = files[1].r = -ENAMETOOLONG;
+                        return;
+                }
+                strcpy(j->files[i].path, files[i].path);
+                j->files[i].max = files[i].max;
+        }
+        tune_concat(j->files[0].what, sizeof j->files[0].what, "reading ", files[0].path, " and environ", NULL);
+        r = proc_guard_run(g, pid, PROC_GUARD_READ_TIMEOUT_MS, j->files[0].what, NULL, pair_job_run, pair_job_free, j,
+                           &done);
+        if (!done) {
+                files[0].r = files[1].r = (int) r; /* j is the guard's */
+                return;
+        }
+        for (unsigned i = 0; i < 2; i++)
+                if ((files[i].r = j->r[i]) >= 0) {
+                        files[i].text = TAKE_PTR(j->files[i].text);
+                        files[i].len = j->files[i].len;
+                        files[i].truncated = j->files[i].truncated;
+                }
+        pair_job_free(j);
+}
+
 void proc_guard_install(ProcGuard *g, tune_ctx *ctx) {
         tune_ctx_set_slow_reader(ctx, slow_read, g);
+        tune_ctx_set_slow_pair_reader(ctx, slow_read_pair);
 }
 
 tune_memmove_backend *proc_guard_memmove_slot(ProcGuard *g) {

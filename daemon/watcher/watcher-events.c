@@ -34,6 +34,9 @@ static void handle_exec(Watcher *w, pid_t pid) {
         /* The rules' own criteria first, cheapest fact first, before anything else is read:
          * almost every exec on a host fails here on its executable, with one readlink. */
         tune_proc_facts_init(&f, w->ctx, pid, NULL);
+        /* A process the match keeps has its environment read next (watcher_evaluate_facts()):
+         * with the command line, where the match asks for that, in one hand-off. */
+        f.pair_if_kept = TUNE_FACT_ENVIRON;
         matched = tune_policy_match(w->policy, &f, &retitle) != NULL;
         if (!e && !matched && !retitle) {
                 /* A read it gave up on (its map held, or the host too busy): no later

@@ -98,8 +98,10 @@ static void entry_log_match(Entry *e, const char *what) {
 
 /* Read the environment now and keep what matters. An own environment that is readable
  * and not wiped replaces an inherited one; otherwise an inherited capture is kept, and
- * a process found running (not at its exec) without one looks up its parent chain. */
-static void entry_capture_env(Entry *e, bool at_exec) {
+ * a process found running (not at its exec) without one looks up its parent chain.
+ * at_exec: through the match's facts f, which may hold it already (read with the command
+ * line, tune_proc_facts.pair_if_kept) or read it with the command line now. */
+static void entry_capture_env(Entry *e, bool at_exec, tune_proc_facts *f) {
         Watcher *w = e->w;
         _cleanup_free_ char *raw = NULL;
         tune_env_capture own = {}, ancestor = {};
@@ -109,8 +111,16 @@ static void entry_capture_env(Entry *e, bool at_exec) {
 
         /* At its exec the environment is the one the program was given: read whole. Later
          * (a scan, a rename) any process may ask, so it is charged to its user's budget. */
-        r = at_exec ? tune_proc_read_environ(w->ctx, e->p.pid, &raw, &len, &truncated)
-                    : watcher_read_environ_budgeted(w, e->budget_uid, e->p.pid, &raw, &len, &truncated);
+        if (at_exec) {
+                r = tune_proc_facts_get(f, TUNE_FACT_ENVIRON) ? 0 : -EIO;
+                if (r >= 0) {
+                        raw = TAKE_PTR(f->environ);
+                        len = f->environ_len;
+                        truncated = f->environ_truncated;
+                        f->loaded &= ~(unsigned) TUNE_FACT_ENVIRON;
+                }
+        } else
+                r = watcher_read_environ_budgeted(w, e->budget_uid, e->p.pid, &raw, &len, &truncated);
         if (r == -EDQUOT) {
                 /* Its user's reads of the second are spent: keep what it had, look again later. */
                 if (e->p.env.state != TUNE_ENV_NOT_READ)
@@ -414,8 +424,12 @@ void watcher_evaluate_facts(Watcher *w, Entry *e, const tune_proc_stat *st, tune
         }
         /* The environment: at exec it is still the one the program was started with. A
          * process found later (scan, rename) gets what is there now, or its ancestor's. */
-        if (why == EVAL_EXEC || e->p.env.state == TUNE_ENV_NOT_READ || e->p.env.inherited)
-                entry_capture_env(e, why == EVAL_EXEC);
+        if (why == EVAL_EXEC || e->p.env.state == TUNE_ENV_NOT_READ || e->p.env.inherited) {
+                /* One hand-off for both where a match still wants the command line. */
+                if (action == WATCHER_MATCH_MANAGE || action == WATCHER_MATCH_REEVALUATE)
+                        f.pair_if_kept |= TUNE_FACT_CMDLINE;
+                entry_capture_env(e, why == EVAL_EXEC, &f);
+        }
         e->p.env_start = st->env_start;
         e->p.env_end = st->env_end;
         memcpy(e->p.comm, f.comm, sizeof e->p.comm);

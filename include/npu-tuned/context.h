@@ -77,5 +77,22 @@ bool tune_ctx_has_slow_reader(const tune_ctx *ctx) _pure_;
 int tune_read_slow(const tune_ctx *ctx, pid_t pid, const char *path, size_t max, char **ret, size_t *ret_len,
                    bool *ret_truncated);
 
+/* One file of a tune_read_slow_pair(): path and max in, the rest out (r: 0 or -errno). */
+typedef struct tune_slow_file {
+        const char *path;
+        size_t max;
+        char *text;
+        size_t len;
+        bool truncated;
+        int r;
+} tune_slow_file;
+/* Two such files of one process read with one hand-off to the slow reader (an exec's
+ * match reads the command line, and a process it keeps has its environment read next:
+ * each hand-off to another thread costs a wake-up on the path to the first pin). A slow
+ * reader that reads pairs installs this too; without it the pair is two reads. */
+typedef void (*tune_slow_read_pair_fn)(void *userdata, const tune_ctx *ctx, pid_t pid, tune_slow_file files[static 2]);
+void tune_ctx_set_slow_pair_reader(tune_ctx *ctx, tune_slow_read_pair_fn fn);
+void tune_read_slow_pair(const tune_ctx *ctx, pid_t pid, tune_slow_file files[static 2]);
+
 /* Bounded printf into a path buffer: -ENAMETOOLONG rather than truncation. */
 int tune_path(char *buf, size_t size, const char *fmt, ...) _printf_(3, 4);

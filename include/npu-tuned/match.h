@@ -24,6 +24,7 @@ typedef enum tune_fact {
         TUNE_FACT_CMDLINE = 1 << 2,
         TUNE_FACT_UID = 1 << 3,
         TUNE_FACT_CGROUP = 1 << 4,
+        TUNE_FACT_ENVIRON = 1 << 5, /* no rule asks for it; a caller that keeps the process may */
 } tune_fact;
 
 typedef struct tune_proc_facts tune_proc_facts;
@@ -39,6 +40,18 @@ struct tune_proc_facts {
         uid_t uid;       /* real uid */
         char *status;    /* the /proc/PID/status text uid was read from (NULL when given) */
         char *cgroup;    /* cgroup v2 path */
+        char *environ;   /* the raw block (tune_proc_read_environ()) */
+        size_t environ_len;
+        bool environ_truncated;
+        /* Set by the caller: the process will be kept (and its environment read) if the
+         * facts of TUNE_FACT_* in pair_if_kept are wanted with the command line, so the
+         * loader may read the command line and the environment with one hand-off
+         * (tune_proc_read_cmdline_environ()). */
+        unsigned pair_if_kept;
+        /* Set by the matcher when it asks for the command line of a rule whose criteria
+         * that survive a retitle all held: whatever the command line says, the process
+         * is at least a retitle candidate (tune_policy_match()), which a caller keeps. */
+        bool kept;
         /* Reads one missing fact into f (sets loaded or failed). NULL: facts are all given. */
         int (*load)(tune_proc_facts *f, tune_fact fact, void *userdata);
         void *userdata;

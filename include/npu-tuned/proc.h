@@ -132,6 +132,11 @@ int tune_proc_read_cmdline(const tune_ctx *ctx, pid_t pid, char **ret);
 /* The raw environ block, at most TUNE_ENVIRON_MAX bytes (*ret_truncated says whether it was
  * longer). Not NUL-terminated as a whole; *ret holds *ret_len bytes plus one NUL. */
 int tune_proc_read_environ(const tune_ctx *ctx, pid_t pid, char **ret, size_t *ret_len, bool *ret_truncated);
+/* Both of the above with one hand-off to the slow reader (tune_read_slow_pair()). Returns
+ * the environment's result as tune_proc_read_environ() does, and the command line's in
+ * *ret_cmdline_r (*ret_cmdline set only when it is 0). */
+int tune_proc_read_cmdline_environ(const tune_ctx *ctx, pid_t pid, char **ret_cmdline, int *ret_cmdline_r, char **ret,
+                                   size_t *ret_len, bool *ret_truncated);
 /* The children of pid's main thread (/proc/PID/task/PID/children), at most max of them
  * (the first ones the kernel lists); -ENOENT also on a kernel without
  * CONFIG_PROC_CHILDREN. */

@@ -35,6 +35,7 @@ struct tune_ctx {
         int root_fd;
         bool live;
         tune_slow_read_fn slow_read;
+        tune_slow_read_pair_fn slow_read_pair;
         void *slow_read_userdata;
 };
 
@@ -368,7 +369,12 @@ int tune_read_prefix(const tune_ctx *ctx, const char *path, size_t max, char **r
 
 void tune_ctx_set_slow_reader(tune_ctx *ctx, tune_slow_read_fn fn, void *userdata) {
         ctx->slow_read = fn;
+        ctx->slow_read_pair = NULL;
         ctx->slow_read_userdata = userdata;
+}
+
+void tune_ctx_set_slow_pair_reader(tune_ctx *ctx, tune_slow_read_pair_fn fn) {
+        ctx->slow_read_pair = ctx->slow_read ? fn : NULL;
 }
 
 bool tune_ctx_has_slow_reader(const tune_ctx *ctx) {
@@ -380,6 +386,18 @@ int tune_read_slow(const tune_ctx *ctx, pid_t pid, const char *path, size_t max,
         if (ctx->slow_read)
                 return ctx->slow_read(ctx->slow_read_userdata, ctx, pid, path, max, ret, ret_len, ret_truncated);
         return tune_read_prefix(ctx, path, max, ret, ret_len, ret_truncated);
+}
+
+void tune_read_slow_pair(const tune_ctx *ctx, pid_t pid, tune_slow_file files[static 2]) {
+        if (ctx->slow_read_pair) {
+                ctx->slow_read_pair(ctx->slow_read_userdata, ctx, pid, files);
+                return;
+        }
+        for (unsigned i = 0; i < 2; i++) {
+                files[i].text = NULL;
+                files[i].r = tune_read_slow(ctx, pid, files[i].path, files[i].max, &files[i].text, &files[i].len,
+                                            &files[i].truncated);
+        }
 }
 
 int tune_read_file(const tune_ctx *ctx, const char *path, size_t max, char **ret, size_t *ret_len) {

@@ -194,6 +194,37 @@ int tune_proc_read_environ(const tune_ctx *ctx, pid_t pid, char **ret, size_t *r
         return 0;
 }
 
+int tune_proc_read_cmdline_environ(const tune_ctx *ctx, pid_t pid, char **ret_cmdline, int *ret_cmdline_r, char **ret,
+                                   size_t *ret_len, bool *ret_truncated) {
+        char cmdline_path[64], environ_path[64];
+        tune_slow_file files[2];
+        int r;
+
+        r = pid_path(cmdline_path, sizeof cmdline_path, pid, 0, "cmdline");
+        if (r >= 0)
+                r = pid_path(environ_path, sizeof environ_path, pid, 0, "environ");
+        if (r < 0) {
+                *ret_cmdline_r = r;
+                return r;
+        }
+        files[0] = (tune_slow_file) { .path = cmdline_path, .max = TUNE_CMDLINE_MAX };
+        files[1] = (tune_slow_file) { .path = environ_path, .max = TUNE_ENVIRON_MAX };
+        tune_read_slow_pair(ctx, pid, files);
+        *ret_cmdline_r = files[0].r;
+        if (files[0].r >= 0) {
+                *ret_cmdline_r = tune_cmdline_join(files[0].text, files[0].len, ret_cmdline);
+                free(files[0].text);
+        }
+        if (files[1].r < 0)
+                return files[1].r;
+        *ret = files[1].text;
+        if (ret_len)
+                *ret_len = files[1].len;
+        if (ret_truncated)
+                *ret_truncated = files[1].truncated;
+        return 0;
+}
+
 int tune_proc_read_exe(const tune_ctx *ctx, pid_t pid, char **ret) {
         static const char deleted[] = " (deleted)";
         char path[64];

@@ -16,7 +16,8 @@ void tune_proc_facts_done(tune_proc_facts *f) {
         free(f->cmdline);
         free(f->cgroup);
         free(f->status);
-        f->exe = f->cmdline = f->cgroup = f->status = NULL;
+        free(f->environ);
+        f->exe = f->cmdline = f->cgroup = f->status = f->environ = NULL;
         f->loaded = f->failed = f->gave_up = 0;
 }
 
@@ -71,6 +72,13 @@ static bool has_criteria(const tune_policy_rule *r, bool *ret_stable, bool *ret_
         if (ret_volatile)
                 *ret_volatile = vol;
         return stable || vol;
+}
+
+static bool has_stable_criteria(const tune_policy_rule *r) {
+        bool stable;
+
+        (void) has_criteria(r, &stable, NULL);
+        return stable;
 }
 
 /* 1: holds, 0: fails. The criteria that survive a retitle, cheapest fact first: the
@@ -138,7 +146,11 @@ int tune_rule_matches(const tune_policy_rule *rule, tune_proc_facts *f) {
         /* comm is usually known already (from the event or stat): the cheapest filter. */
         if (rule->match_comm && (!tune_proc_facts_get(f, TUNE_FACT_COMM) || !tune_glob_match(rule->match_comm, f->comm)))
                 return 0;
-        return check_stable(rule, f) && check_volatile(rule, f);
+        if (!check_stable(rule, f))
+                return 0;
+        if (has_stable_criteria(rule))
+                f->kept = true;
+        return check_volatile(rule, f);
 }
 
 const tune_policy_rule *tune_policy_match(const tune_policy *p, tune_proc_facts *f, bool *ret_retitle_candidate) {
