@@ -13,10 +13,28 @@
 /* Hard upper bound on CPU/node numbers we accept from any input (kernel NR_CPUS max is 8192). */
 #define TUNE_CPU_MAX 8192
 
+/* Words held in the set itself: 256 CPUs, a 192-CPU host's every set, so the sets a matched
+ * process's placement makes and copies cost no allocation. */
+#define TUNE_CPUSET_INLINE_WORDS 4
+
+/* n_words words, CPU n in bit n % 64 of word n / 64. They live in inline_words while
+ * n_words <= TUNE_CPUSET_INLINE_WORDS (words is NULL then) and on the heap (words) past
+ * that. Nothing points into the set itself: a set moves by assignment, memcpy or realloc
+ * of an array holding it, and {} is the empty set. Reach the words through
+ * tune_cpuset_words(). */
 typedef struct tune_cpuset {
         uint64_t *words;
         unsigned n_words;
+        uint64_t inline_words[TUNE_CPUSET_INLINE_WORDS];
 } tune_cpuset;
+
+static inline const uint64_t *tune_cpuset_words(const tune_cpuset *s) {
+        return s->words ? s->words : s->inline_words;
+}
+
+static inline uint64_t *tune_cpuset_words_mut(tune_cpuset *s) {
+        return s->words ? s->words : s->inline_words;
+}
 
 void tune_cpuset_done(tune_cpuset *s);
 int tune_cpuset_add(tune_cpuset *s, unsigned cpu);
