@@ -37,7 +37,7 @@ struct tune_proc_facts {
         char *exe;
         char *cmdline;   /* NULs as spaces */
         uid_t uid;       /* real uid */
-        char *status;    /* the /proc/PID/status text uid was read from (NULL when given) */
+        tune_status_facts *status; /* the /proc/PID/status uid was read from, parsed (NULL when given) */
         char *cgroup;    /* cgroup v2 path */
         /* Reads one missing fact into f (sets loaded or failed). NULL: facts are all given. */
         int (*load)(tune_proc_facts *f, tune_fact fact, void *userdata);

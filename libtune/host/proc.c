@@ -91,19 +91,48 @@ int tune_proc_read_stat(const tune_ctx *ctx, pid_t pid, tune_proc_stat *ret) {
         return tune_parse_proc_stat(text, ret);
 }
 
-int tune_proc_read_status_text(const tune_ctx *ctx, pid_t pid, char **ret) {
-        /* Bounded: status is a few KiB; Groups can be long, and what is cut is not used. */
-        return read_pid_file(ctx, pid, "status", TUNE_STATUS_MAX, ret, NULL, NULL);
+/* /proc/PID/status into buf, NUL-terminated: at most TUNE_STATUS_MAX bytes (it is a few
+ * KiB; Groups can be long, and what is cut is not used). On the stack, not the heap: read
+ * at every match with a user criterion, and only parsed. */
+static int read_status(const tune_ctx *ctx, pid_t pid, char buf[static TUNE_STATUS_MAX + 1]) {
+        _cleanup_close_ int fd = -EBADF;
+        const bool live = tune_ctx_is_live(ctx);
+        char path[64];
+        size_t len = 0;
+        int r;
+
+        r = pid_path(path, sizeof path, pid, 0, "status");
+        if (r < 0)
+                return r;
+        fd = tune_open(ctx, path, O_RDONLY | O_NOCTTY, 0);
+        if (fd < 0)
+                return fd;
+        while (len < TUNE_STATUS_MAX) {
+                size_t want = TUNE_STATUS_MAX - len;
+                ssize_t n = tune_read_retry(fd, buf + len, want);
+                if (n < 0)
+                        return (int) n;
+                len += (size_t) n;
+                /* The kernel makes the text whole for each read: a short one is its end. */
+                if (n == 0 || (live && (size_t) n < want))
+                        break;
+        }
+        buf[len] = 0;
+        return 0;
+}
+
+int tune_proc_read_status_facts(const tune_ctx *ctx, pid_t pid, tune_status_facts *ret) {
+        char text[TUNE_STATUS_MAX + 1];
+        int r = read_status(ctx, pid, text);
+
+        return r < 0 ? r : tune_parse_status_facts(text, ret);
 }
 
 int tune_proc_read_status(const tune_ctx *ctx, pid_t pid, tune_proc_status *ret) {
-        _cleanup_free_ char *text = NULL;
-        int r;
+        char text[TUNE_STATUS_MAX + 1];
+        int r = read_status(ctx, pid, text);
 
-        r = tune_proc_read_status_text(ctx, pid, &text);
-        if (r < 0)
-                return r;
-        return tune_parse_proc_status(text, ret);
+        return r < 0 ? r : tune_parse_proc_status(text, ret);
 }
 
 int tune_proc_read_children(const tune_ctx *ctx, pid_t pid, pid_t *ret, size_t max, size_t *ret_n) {
@@ -127,13 +156,10 @@ int tune_proc_read_children(const tune_ctx *ctx, pid_t pid, pid_t *ret, size_t m
 }
 
 int tune_proc_read_creds(const tune_ctx *ctx, pid_t pid, tune_creds *ret) {
-        _cleanup_free_ char *text = NULL;
-        int r;
+        char text[TUNE_STATUS_MAX + 1];
+        int r = read_status(ctx, pid, text);
 
-        r = tune_proc_read_status_text(ctx, pid, &text);
-        if (r < 0)
-                return r;
-        return tune_parse_creds(text, ret);
+        return r < 0 ? r : tune_parse_creds(text, ret);
 }
 
 int tune_proc_read_comm(const tune_ctx *ctx, pid_t pid, pid_t tid, char ret[static TUNE_COMM_MAX]) {

@@ -16,7 +16,8 @@ void tune_proc_facts_done(tune_proc_facts *f) {
         free(f->cmdline);
         free(f->cgroup);
         free(f->status);
-        f->exe = f->cmdline = f->cgroup = f->status = NULL;
+        f->exe = f->cmdline = f->cgroup = NULL;
+        f->status = NULL;
         f->loaded = f->failed = f->gave_up = 0;
 }
 
