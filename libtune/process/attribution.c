@@ -143,7 +143,7 @@ int tune_env_capture_parse_indexed(const char *buf, size_t len, bool truncated, 
         if ((!buf && len > 0) || (!names && n_names > 0) || !idx || !ret)
                 return -EINVAL;
         if (n_names > 0) {
-                e.vars = calloc(n_names, sizeof *e.vars);
+                e.vars = tune_alloc0(n_names, sizeof *e.vars);
                 if (!e.vars)
                         return -ENOMEM;
         }
