@@ -252,6 +252,13 @@ static void test_path(void **state) {
         assert_int_equal(tune_path(buf, sizeof buf, "%s%d", "abcdefghijklmnopqrstuvwxyz1234", 56), -ENAMETOOLONG);
         assert_int_equal(tune_path(buf, sizeof buf, "%s%x", "abcdefghijklmnopqrstuvwxyz1234", 0x56), -ENAMETOOLONG);
         assert_int_equal(tune_path(buf, 0, "x"), -ENAMETOOLONG);
+        /* The edge inside a run of the format itself, and after an empty conversion. */
+        assert_int_equal(tune_path(buf, sizeof buf, "/proc/a-literal-run-of-31-bytes"), 0);
+        assert_string_equal(buf, "/proc/a-literal-run-of-31-bytes");
+        assert_int_equal(tune_path(buf, sizeof buf, "/proc/a-literal-run-of-32-bytes!"), -ENAMETOOLONG);
+        assert_int_equal(tune_path(buf, sizeof buf, "%s/%s", "abcdefghijklmnopqrstuvwxyz12345", ""), -ENAMETOOLONG);
+        assert_int_equal(tune_path(buf, sizeof buf, "%s/x%s/%u", "", "", 7u), 0);
+        assert_string_equal(buf, "/x/7");
 }
 
 int main(void) {

@@ -503,40 +503,47 @@ int tune_readlink(const tune_ctx *ctx, const char *path, char **ret) {
 static int format_simple_path(char *buf, size_t size, const char *fmt, va_list ap) {
         char *p = buf, *end = buf + size - 1;
 
-        for (const char *f = fmt; *f; f++) {
+        /* A run of the format, or a conversion, at a time: each copied whole (a byte at a
+         * time cost more than the rest of a path's making, for a cgroup's long one most). */
+        for (const char *f = fmt; *f;) {
                 char num[TUNE_DECIMAL_MAX + 1]; /* and a '-' */
                 const char *s;
+                size_t n;
 
                 if (*f != '%') {
-                        if (p == end)
-                                goto too_long;
-                        *p++ = *f;
-                        continue;
-                }
-                f++;
-                if (*f == 's')
+                        const char *pct = strchrnul(f, '%');
+                        s = f;
+                        n = (size_t) (pct - f);
+                        f = pct;
+                } else if (f[1] == 's') {
                         s = va_arg(ap, const char *);
-                else {
+                        n = strlen(s);
+                        f += 2;
+                } else {
                         long long x;
-                        if (*f == 'd')
+                        if (f[1] == 'd')
                                 x = va_arg(ap, int);
-                        else if (*f == 'u')
+                        else if (f[1] == 'u')
                                 x = va_arg(ap, unsigned);
-                        else if (f[0] == 'l' && f[1] == 'd') {
+                        else if (f[1] == 'l' && f[2] == 'd') {
                                 x = va_arg(ap, long);
                                 f++;
                         } else
                                 return -EOPNOTSUPP;
+                        f += 2;
                         char *digits = tune_format_decimal(num + 1, x < 0 ? -(uint64_t) x : (uint64_t) x);
                         if (x < 0)
                                 *--digits = '-';
                         s = digits;
+                        n = (size_t) (num + TUNE_DECIMAL_MAX - digits);
                 }
-                for (; *s; s++) {
-                        if (p == end)
-                                goto too_long;
-                        *p++ = *s;
+                if (n > (size_t) (end - p)) {
+                        memcpy(p, s, (size_t) (end - p));
+                        p = end;
+                        goto too_long;
                 }
+                memcpy(p, s, n);
+                p += n;
         }
         *p = 0;
         return (int) (p - buf);
