@@ -97,6 +97,27 @@ static void test_reads(void **state) {
         /* Paths with or without the leading slash mean the same file below the root. */
         assert_int_equal(tune_read_string(ctx, "sys/a", &s), 0);
         free(s);
+
+        /* Into a caller's buffer: whole when it fits in size - 1 bytes, else cut and said. */
+        char buf[8];
+        size_t len = 99;
+        bool truncated = true;
+        assert_int_equal(tune_read_prefix_into(ctx, "/sys/a", buf, sizeof buf, &len, &truncated), 0);
+        assert_string_equal(buf, "hello\n");
+        assert_int_equal(len, 6);
+        assert_false(truncated);
+        assert_int_equal(tune_read_prefix_into(ctx, "/sys/a", buf, 7, &len, &truncated), 0);
+        assert_string_equal(buf, "hello\n");
+        assert_false(truncated);
+        assert_int_equal(tune_read_prefix_into(ctx, "/sys/a", buf, 6, &len, &truncated), 0);
+        assert_string_equal(buf, "hello");
+        assert_int_equal(len, 5);
+        assert_true(truncated);
+        assert_int_equal(tune_read_prefix_into(ctx, "/sys/empty", buf, sizeof buf, &len, NULL), 0);
+        assert_string_equal(buf, "");
+        assert_int_equal(len, 0);
+        assert_int_equal(tune_read_prefix_into(ctx, "/sys/missing", buf, sizeof buf, NULL, NULL), -ENOENT);
+        assert_int_equal(tune_read_prefix_into(ctx, "/sys/a", buf, 1, NULL, NULL), -EINVAL);
 }
 
 static void test_stays_inside_root(void **state) {

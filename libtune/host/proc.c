@@ -82,10 +82,14 @@ int tune_pidfd_exited(int pidfd) {
 }
 
 int tune_proc_read_stat(const tune_ctx *ctx, pid_t pid, tune_proc_stat *ret) {
-        _cleanup_free_ char *text = NULL;
+        /* Read at every exec: on the stack (at most 4096 bytes of it, as always). */
+        char path[64], text[4096 + 1];
         int r;
 
-        r = read_pid_file(ctx, pid, "stat", 4096, &text, NULL, NULL);
+        r = pid_path(path, sizeof path, pid, 0, "stat");
+        if (r < 0)
+                return r;
+        r = tune_read_prefix_into(ctx, path, text, sizeof text, NULL, NULL);
         if (r < 0)
                 return r;
         return tune_parse_proc_stat(text, ret);
@@ -95,30 +99,10 @@ int tune_proc_read_stat(const tune_ctx *ctx, pid_t pid, tune_proc_stat *ret) {
  * KiB; Groups can be long, and what is cut is not used). On the stack, not the heap: read
  * at every match with a user criterion, and only parsed. */
 static int read_status(const tune_ctx *ctx, pid_t pid, char buf[static TUNE_STATUS_MAX + 1]) {
-        _cleanup_close_ int fd = -EBADF;
-        const bool live = tune_ctx_is_live(ctx);
         char path[64];
-        size_t len = 0;
-        int r;
+        int r = pid_path(path, sizeof path, pid, 0, "status");
 
-        r = pid_path(path, sizeof path, pid, 0, "status");
-        if (r < 0)
-                return r;
-        fd = tune_open(ctx, path, O_RDONLY | O_NOCTTY, 0);
-        if (fd < 0)
-                return fd;
-        while (len < TUNE_STATUS_MAX) {
-                size_t want = TUNE_STATUS_MAX - len;
-                ssize_t n = tune_read_retry(fd, buf + len, want);
-                if (n < 0)
-                        return (int) n;
-                len += (size_t) n;
-                /* The kernel makes the text whole for each read: a short one is its end. */
-                if (n == 0 || (live && (size_t) n < want))
-                        break;
-        }
-        buf[len] = 0;
-        return 0;
+        return r < 0 ? r : tune_read_prefix_into(ctx, path, buf, TUNE_STATUS_MAX + 1, NULL, NULL);
 }
 
 int tune_proc_read_status_facts(const tune_ctx *ctx, pid_t pid, tune_status_facts *ret) {
