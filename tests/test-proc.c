@@ -153,6 +153,25 @@ static void test_status_facts(void **state) {
         assert_int_equal(tune_parse_status_facts(NULL, &f), -EINVAL);
 }
 
+static void test_proc_path(void **state) {
+        char buf[64], small[12];
+        (void) state;
+
+        assert_int_equal(tune_proc_path(buf, sizeof buf, 12, 0, "stat"), 0);
+        assert_string_equal(buf, "/proc/12/stat");
+        assert_int_equal(tune_proc_path(buf, sizeof buf, 12, 13, "comm"), 0);
+        assert_string_equal(buf, "/proc/12/task/13/comm");
+        assert_int_equal(tune_proc_path(buf, sizeof buf, 2147483647, 2147483646, NULL), 0);
+        assert_string_equal(buf, "/proc/2147483647/task/2147483646");
+        assert_int_equal(tune_proc_path(buf, sizeof buf, 7, 0, NULL), 0);
+        assert_string_equal(buf, "/proc/7");
+        assert_int_equal(tune_proc_path(small, sizeof small, 12, 0, "stat"), -ENAMETOOLONG);
+        assert_int_equal(tune_proc_path(small, sizeof small, 12, 0, "st"), 0); /* 11 bytes and the NUL */
+        assert_string_equal(small, "/proc/12/st");
+        assert_int_equal(tune_proc_path(buf, sizeof buf, 0, 0, "stat"), -EINVAL);
+        assert_int_equal(tune_proc_path(buf, sizeof buf, 12, -1, "stat"), -EINVAL);
+}
+
 static void test_cgroup(void **state) {
         _cleanup_free_ char *a = NULL, *b = NULL;
         char *c = NULL;
@@ -472,6 +491,7 @@ int main(void) {
                 cmocka_unit_test(test_stat),
                 cmocka_unit_test(test_status),
                 cmocka_unit_test(test_status_facts),
+                cmocka_unit_test(test_proc_path),
                 cmocka_unit_test(test_cgroup),
                 cmocka_unit_test(test_cmdline_comm_escape),
                 cmocka_unit_test(test_escape_utf8),

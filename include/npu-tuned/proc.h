@@ -127,6 +127,11 @@ bool tune_utf8_clean(const char *s);
  * the poll failed (cannot tell: each caller decides what that means for it). */
 int tune_pidfd_exited(int pidfd);
 
+/* "/proc/PID[/task/TID][/FILE]" (tid 0: none; file NULL: the directory), built by hand:
+ * every process event reads a path or two, and a formatter costs more than the rest of an
+ * unmatched exec's own work. -EINVAL for pid <= 0 or tid < 0, -ENAMETOOLONG. */
+int tune_proc_path(char *buf, size_t size, pid_t pid, pid_t tid, const char *file);
+
 /* Readers: each opens below the context's root ("/proc/PID/..."). A vanished process
  * reads as -ENOENT or -ESRCH. */
 int tune_proc_read_stat(const tune_ctx *ctx, pid_t pid, tune_proc_stat *ret);

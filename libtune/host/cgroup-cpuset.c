@@ -193,7 +193,7 @@ int tune_cgroup_cpuset_read_at(const tune_ctx *ctx, const tune_cgroup_mounts *m,
 
         if (pid < 0 || !m || !ret)
                 return -EINVAL;
-        r = pid == 0 ? tune_path(path, sizeof path, "/proc/self/cgroup") : tune_path(path, sizeof path, "/proc/%d/cgroup", (int) pid);
+        r = pid == 0 ? tune_path(path, sizeof path, "/proc/self/cgroup") : tune_proc_path(path, sizeof path, pid, 0, "cgroup");
         if (r < 0)
                 return r;
         r = tune_read_prefix_into(ctx, path, text, sizeof text, &len, NULL);

@@ -46,9 +46,7 @@ static char *put_id(char *p, const char *end, pid_t v) {
         return put(p, end, tune_format_decimal(digits, (uint64_t) v));
 }
 
-/* "/proc/PID[/task/TID]/FILE", built by hand: every process event reads a path or two,
- * and printf costs more than the rest of an unmatched exec's own work. */
-static int pid_path(char *buf, size_t size, pid_t pid, pid_t tid, const char *file) {
+int tune_proc_path(char *buf, size_t size, pid_t pid, pid_t tid, const char *file) {
         const char *end = buf + size - 1;
         char *p;
 
@@ -57,7 +55,8 @@ static int pid_path(char *buf, size_t size, pid_t pid, pid_t tid, const char *fi
         p = put_id(put(buf, end, "/proc/"), end, pid);
         if (tid > 0)
                 p = put_id(put(p, end, "/task/"), end, tid);
-        p = put(put(p, end, "/"), end, file);
+        if (file)
+                p = put(put(p, end, "/"), end, file);
         if (!p)
                 return -ENAMETOOLONG;
         *p = 0;
@@ -68,7 +67,7 @@ static int pid_path(char *buf, size_t size, pid_t pid, pid_t tid, const char *fi
 static int read_pid_file(const tune_ctx *ctx, pid_t pid, const char *file, size_t max, char **ret, size_t *ret_len,
                          bool *ret_truncated) {
         char path[64];
-        int r = pid_path(path, sizeof path, pid, 0, file);
+        int r = tune_proc_path(path, sizeof path, pid, 0, file);
         if (r < 0)
                 return r;
         return tune_read_prefix(ctx, path, max, ret, ret_len, ret_truncated);
@@ -86,7 +85,7 @@ int tune_proc_read_stat(const tune_ctx *ctx, pid_t pid, tune_proc_stat *ret) {
         char path[64], text[4096 + 1];
         int r;
 
-        r = pid_path(path, sizeof path, pid, 0, "stat");
+        r = tune_proc_path(path, sizeof path, pid, 0, "stat");
         if (r < 0)
                 return r;
         r = tune_read_prefix_into(ctx, path, text, sizeof text, NULL, NULL);
@@ -100,7 +99,7 @@ int tune_proc_read_stat(const tune_ctx *ctx, pid_t pid, tune_proc_stat *ret) {
  * at every match with a user criterion, and only parsed. */
 static int read_status(const tune_ctx *ctx, pid_t pid, char buf[static TUNE_STATUS_MAX + 1]) {
         char path[64];
-        int r = pid_path(path, sizeof path, pid, 0, "status");
+        int r = tune_proc_path(path, sizeof path, pid, 0, "status");
 
         return r < 0 ? r : tune_read_prefix_into(ctx, path, buf, TUNE_STATUS_MAX + 1, NULL, NULL);
 }
@@ -126,7 +125,7 @@ int tune_proc_read_children(const tune_ctx *ctx, pid_t pid, pid_t *ret, size_t m
         bool truncated;
         int r;
 
-        r = pid_path(path, sizeof path, pid, pid, "children");
+        r = tune_proc_path(path, sizeof path, pid, pid, "children");
         if (r < 0)
                 return r;
         /* 8 bytes a pid at most ("4194304 "): what max of them take, and no more. */
@@ -152,7 +151,7 @@ int tune_proc_read_comm(const tune_ctx *ctx, pid_t pid, pid_t tid, char ret[stat
         ssize_t n;
         int r;
 
-        r = pid_path(path, sizeof path, pid, tid, "comm");
+        r = tune_proc_path(path, sizeof path, pid, tid, "comm");
         if (r < 0)
                 return r;
         /* Read for every thread of a process at its match, and on its events: one read()
@@ -178,7 +177,7 @@ int tune_proc_read_cmdline(const tune_ctx *ctx, pid_t pid, char **ret) {
         size_t len;
         int r;
 
-        r = pid_path(path, sizeof path, pid, 0, "cmdline");
+        r = tune_proc_path(path, sizeof path, pid, 0, "cmdline");
         if (r < 0)
                 return r;
         /* Takes the process's mmap_lock: through the slow reader (context.h). */
@@ -193,7 +192,7 @@ int tune_proc_read_environ(const tune_ctx *ctx, pid_t pid, char **ret, size_t *r
         bool truncated = false;
         int r;
 
-        r = pid_path(path, sizeof path, pid, 0, "environ");
+        r = tune_proc_path(path, sizeof path, pid, 0, "environ");
         if (r < 0)
                 return r;
         r = tune_read_slow(ctx, pid, path, TUNE_ENVIRON_MAX, ret, ret_len, &truncated);
@@ -211,7 +210,7 @@ int tune_proc_read_exe(const tune_ctx *ctx, pid_t pid, char **ret) {
         size_t len;
         int r;
 
-        r = pid_path(path, sizeof path, pid, 0, "exe");
+        r = tune_proc_path(path, sizeof path, pid, 0, "exe");
         if (r < 0)
                 return r;
         r = tune_readlink(ctx, path, &s);
@@ -288,7 +287,7 @@ int tune_proc_list_tasks(const tune_ctx *ctx, pid_t pid, pid_t **ret, size_t *re
         char path[64];
         int r;
 
-        r = pid_path(path, sizeof path, pid, 0, "task");
+        r = tune_proc_path(path, sizeof path, pid, 0, "task");
         if (r < 0)
                 return r;
         return list_numeric(ctx, path, ret, ret_n);
@@ -337,7 +336,7 @@ int tune_proc_list_char_devices(const tune_ctx *ctx, pid_t pid, dev_t **ret, siz
 
         if (!tune_ctx_is_live(ctx))
                 return -EOPNOTSUPP;
-        r = pid_path(path, sizeof path, pid, 0, "fd");
+        r = tune_proc_path(path, sizeof path, pid, 0, "fd");
         if (r < 0)
                 return r;
         r = tune_opendir(ctx, path, &d);

@@ -243,7 +243,9 @@ static int read_start_time(const tune_ctx *ctx, pid_t pid, uint64_t *ret) {
         const char *p;
         int r;
 
-        r = tune_path(path, sizeof path, "/proc/%d/stat", (int) pid);
+        if (pid <= 0)
+                return -ESRCH; /* no /proc/PID of it, as for a process gone */
+        r = tune_proc_path(path, sizeof path, pid, 0, "stat");
         if (r < 0)
                 return r;
         r = tune_read_file(ctx, path, 4096, &text, NULL);
@@ -293,7 +295,7 @@ static int open_thread_dir(const tune_ctx *ctx, pid_t pid, pid_t tid) {
         char path[64];
         int r, fd;
 
-        r = tune_path(path, sizeof path, "/proc/%d/task/%d", (int) pid, (int) tid);
+        r = tune_proc_path(path, sizeof path, pid, tid, NULL);
         if (r < 0)
                 return r;
         fd = tune_open(ctx, path, O_RDONLY | O_DIRECTORY, 0);
