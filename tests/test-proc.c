@@ -92,6 +92,22 @@ static void test_status(void **state) {
         assert_int_equal(tune_parse_proc_status("Tgid:\t1\nPPid:\t0\nUid:\tx\t0\t0\t0\n", &s), -EBADMSG);
         assert_int_equal(tune_parse_proc_status("Tgid:\t1\nPPid:\t0\nUid:\t-1\t0\t0\t0\n", &s), -EBADMSG);
         assert_int_equal(tune_parse_proc_status("Tgid:\t1\nPPid:\t0\nUid:\t5\n", &s), -EBADMSG);
+        /* The numbers as strtol() reads them (what the parse did before it read them by
+         * hand): a sign, a tail after the digits, the bounds. */
+        assert_int_equal(tune_parse_proc_status("Tgid:\t+7x\nPPid:\t-0\nUid:\t5 \t+6\t0\t0\n", &s), 0);
+        assert_int_equal(s.tgid, 7);
+        assert_int_equal(s.ppid, 0);
+        assert_int_equal(s.ruid, 5);
+        assert_int_equal(s.euid, 6);
+        assert_int_equal(tune_parse_proc_status("Tgid:\t2147483647\nPPid:\t0\nUid:\t4294967294 0\n", &s), 0);
+        assert_int_equal(s.tgid, 2147483647);
+        assert_int_equal(s.ruid, 4294967294u);
+        assert_int_equal(tune_parse_proc_status("Tgid:\t2147483648\nPPid:\t0\nUid:\t0 0\n", &s), -EBADMSG);
+        assert_int_equal(tune_parse_proc_status("Tgid:\t1\nPPid:\t0\nUid:\t4294967295 0\n", &s), -EBADMSG);
+        assert_int_equal(tune_parse_proc_status("Tgid:\t99999999999999999999\nPPid:\t0\nUid:\t0 0\n", &s), -EBADMSG);
+        assert_int_equal(tune_parse_proc_status("Tgid:\t1\nPPid:\t-3\nUid:\t0 0\n", &s), -EBADMSG);
+        assert_int_equal(tune_parse_proc_status("Tgid:\t1\nPPid:\t0\nUid:\t0 x\n", &s), -EBADMSG);
+        assert_int_equal(tune_parse_proc_status("Tgid:\t+\nPPid:\t0\nUid:\t0 0\n", &s), -EBADMSG);
 }
 
 /* The one-pass parse gives what the two parsers give, each part with its own result. */

@@ -163,30 +163,48 @@ static void status_index_find(const char *text, unsigned want, status_index *ret
         }
 }
 
+/* What strtol(s, &end, 10) makes of the text from *p to lim (as if a NUL were at lim) in
+ * the C locale, taken only when it converts something without overflow and is 0..max;
+ * advances *p past it. By hand: four numbers per status parse, and strtol's generality
+ * (any base, the locale) was a fifth of the parse. */
+static int parse_decimal(const char **p, const char *lim, long max, long *ret) {
+        const char *s = *p;
+        unsigned long v = 0;
+        bool neg = false, big = false;
+
+        while (s < lim && (*s == ' ' || (*s >= '\t' && *s <= '\r')))
+                s++;
+        if (s < lim && (*s == '+' || *s == '-'))
+                neg = *s++ == '-';
+        if (s >= lim || *s < '0' || *s > '9')
+                return -EBADMSG; /* nothing converted */
+        for (; s < lim && *s >= '0' && *s <= '9'; s++) {
+                unsigned d = (unsigned) (*s - '0');
+                if (v > ((unsigned long) LONG_MAX - d) / 10)
+                        big = true; /* strtol: ERANGE */
+                else
+                        v = v * 10 + d;
+        }
+        if (big || (neg && v > 0) || v > (unsigned long) max)
+                return -EBADMSG; /* past a long, or negative, or past max */
+        *p = s;
+        *ret = (long) v;
+        return 0;
+}
+
 static int parse_id_field(const status_index *idx, int key, long max, long *ret_first, long *ret_second) {
         const char *v = idx->value[key];
         size_t len = idx->len[key];
-        char buf[96], *end;
-        long a, b = -1;
+        const char *lim = v + len;
+        int r;
 
-        if (!v || len == 0 || len >= sizeof buf)
+        /* The value's length bound of the copy strtol once read from. */
+        if (!v || len == 0 || len >= 96)
                 return -EBADMSG;
-        memcpy(buf, v, len);
-        buf[len] = 0;
-        errno = 0;
-        a = strtol(buf, &end, 10);
-        if (errno || end == buf || a < 0 || a > max)
-                return -EBADMSG;
-        if (ret_second) {
-                char *p = end;
-                b = strtol(p, &end, 10);
-                if (errno || end == p || b < 0 || b > max)
-                        return -EBADMSG;
-        }
-        *ret_first = a;
-        if (ret_second)
-                *ret_second = b;
-        return 0;
+        r = parse_decimal(&v, lim, max, ret_first);
+        if (r >= 0 && ret_second)
+                r = parse_decimal(&v, lim, max, ret_second);
+        return r;
 }
 
 static int status_from_index(const status_index *idx, tune_proc_status *ret) {
