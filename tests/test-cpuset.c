@@ -27,6 +27,9 @@ static void test_list_parse(void **state) {
         assert_list_roundtrip("\n", "");
         assert_list_roundtrip("0,2,4-5,100-101", "0,2,4-5,100-101");
         assert_list_roundtrip("8191", "8191");
+        /* Runs that cross word edges, end at one, and fill the last word of the set. */
+        assert_list_roundtrip("63-64,127,128-129,191,255", "63-64,127-129,191,255");
+        assert_list_roundtrip("0-8191", "0-8191");
         /* Longer than the first buffer (64 bytes). */
         assert_list_roundtrip("0,2,4,6,8,10,12,14,16,18,20,22,24,26,28,30,32,34,36,38,40,42,44,1000-8191",
                               "0,2,4,6,8,10,12,14,16,18,20,22,24,26,28,30,32,34,36,38,40,42,44,1000-8191");
@@ -108,6 +111,17 @@ static void test_ops(void **state) {
         tune_cpuset_remove(&a, 200);
         assert_false(tune_cpuset_has(&a, 200));
         assert_int_equal(tune_cpuset_add(&a, TUNE_CPU_MAX), -ERANGE);
+
+        /* The first non-member from a number on: inside a word, across words, past the
+         * last word, in an empty set. */
+        assert_int_equal(tune_cpuset_parse_list(&c, "0-63,64-70,128-191"), 0);
+        assert_int_equal(tune_cpuset_next_absent(&c, 0), 71);
+        assert_int_equal(tune_cpuset_next_absent(&c, 71), 71);
+        assert_int_equal(tune_cpuset_next_absent(&c, 128), 192);
+        assert_int_equal(tune_cpuset_next_absent(&c, 500), 500);
+        tune_cpuset_done(&c);
+        assert_int_equal(tune_cpuset_next_absent(&c, 0), 0);
+        assert_int_equal(tune_cpuset_next_absent(&c, 9), 9);
 }
 
 /* Sets up to TUNE_CPUSET_INLINE_WORDS words live in the set itself (words NULL), bigger

@@ -48,6 +48,9 @@ bool tune_cpuset_is_subset(const tune_cpuset *sub, const tune_cpuset *super) _pu
 bool tune_cpuset_overlaps(const tune_cpuset *a, const tune_cpuset *b) _pure_;
 /* Returns the first member >= from, or -1. */
 int tune_cpuset_next(const tune_cpuset *s, unsigned from) _pure_;
+/* Returns the first number >= from that is not a member (there always is one): with
+ * tune_cpuset_next(), the runs of a set a word at a time, for its list format. */
+unsigned tune_cpuset_next_absent(const tune_cpuset *s, unsigned from) _pure_;
 int tune_cpuset_copy(tune_cpuset *dst, const tune_cpuset *src);
 int tune_cpuset_or(tune_cpuset *dst, const tune_cpuset *src);
 void tune_cpuset_and(tune_cpuset *dst, const tune_cpuset *src);

@@ -136,6 +136,18 @@ int tune_cpuset_next(const tune_cpuset *s, unsigned from) {
         return -1;
 }
 
+unsigned tune_cpuset_next_absent(const tune_cpuset *s, unsigned from) {
+        const uint64_t *words = W(s);
+        for (unsigned i = from / 64; i < s->n_words; i++) {
+                uint64_t w = ~words[i];
+                if (i == from / 64)
+                        w &= ~UINT64_C(0) << (from % 64);
+                if (w)
+                        return i * 64 + (unsigned) __builtin_ctzll(w);
+        }
+        return from > s->n_words * 64 ? from : s->n_words * 64;
+}
+
 int tune_cpuset_copy(tune_cpuset *dst, const tune_cpuset *src) {
         uint64_t *w = NULL;
 
@@ -305,9 +317,7 @@ int tune_cpuset_format_list(const tune_cpuset *s, char **ret) {
         buf[0] = 0;
         cpu = tune_cpuset_next(s, 0);
         while (cpu >= 0) {
-                int last = cpu;
-                while (tune_cpuset_has(s, (unsigned) last + 1))
-                        last++;
+                int last = (int) tune_cpuset_next_absent(s, (unsigned) cpu + 1) - 1;
                 char item[2 * TUNE_DECIMAL_MAX + 1], digits[TUNE_DECIMAL_MAX], *e = item;
                 if (len)
                         *e++ = ',';

@@ -83,9 +83,7 @@ static void put_set(tune_text *t, const tune_cpuset *set) {
 
         tune_text_put(t, "\"", 1);
         for (int cpu = tune_cpuset_next(set, 0); cpu >= 0;) {
-                int last = cpu;
-                while (tune_cpuset_has(set, (unsigned) last + 1))
-                        last++;
+                int last = (int) tune_cpuset_next_absent(set, (unsigned) cpu + 1) - 1;
                 if (!first)
                         tune_text_put(t, ",", 1);
                 tune_text_put_u64(t, (uint64_t) cpu);
