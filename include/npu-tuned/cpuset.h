@@ -36,7 +36,17 @@ static inline uint64_t *tune_cpuset_words_mut(tune_cpuset *s) {
         return s->words ? s->words : s->inline_words;
 }
 
-void tune_cpuset_done(tune_cpuset *s);
+/* Inline: a placed process's plans, records and their copies end some hundred sets, most
+ * of them inline ones with nothing to free. */
+static inline void tune_cpuset_done(tune_cpuset *s) {
+        if (!s)
+                return;
+        if (s->words) {
+                free(s->words);
+                s->words = NULL;
+        }
+        s->n_words = 0;
+}
 int tune_cpuset_add(tune_cpuset *s, unsigned cpu);
 int tune_cpuset_add_range(tune_cpuset *s, unsigned first, unsigned last);
 void tune_cpuset_remove(tune_cpuset *s, unsigned cpu);

@@ -11,14 +11,6 @@
 #define W(s) tune_cpuset_words(s)
 #define W_MUT(s) tune_cpuset_words_mut(s)
 
-void tune_cpuset_done(tune_cpuset *s) {
-        if (!s)
-                return;
-        free(s->words);
-        s->words = NULL;
-        s->n_words = 0;
-}
-
 /* Makes room for CPU cpu: in the inline words while they hold it, on the heap past them
  * (moving the inline words there). New words are zero. */
 static int cpuset_grow(tune_cpuset *s, unsigned cpu) {
