@@ -46,7 +46,11 @@ static char *put_id(char *p, const char *end, pid_t v) {
         return put(p, end, tune_format_decimal(digits, (uint64_t) v));
 }
 
-int tune_proc_path(char *buf, size_t size, pid_t pid, pid_t tid, const char *file) {
+/* Inline into each of this file's readers, its file name and tid known there: one body for
+ * all of them (and tune_proc_path()) cost an exe read, at every exec on the host, a dozen
+ * instructions more than the one each reader had when it was theirs alone. */
+static inline __attribute__((always_inline)) int pid_path(char *buf, size_t size, pid_t pid, pid_t tid,
+                                                          const char *file) {
         const char *end = buf + size - 1;
         char *p;
 
@@ -63,11 +67,15 @@ int tune_proc_path(char *buf, size_t size, pid_t pid, pid_t tid, const char *fil
         return 0;
 }
 
+int tune_proc_path(char *buf, size_t size, pid_t pid, pid_t tid, const char *file) {
+        return pid_path(buf, size, pid, tid, file);
+}
+
 /* /proc/PID/file, at most max bytes of it: what each reader of one such file starts with. */
 static int read_pid_file(const tune_ctx *ctx, pid_t pid, const char *file, size_t max, char **ret, size_t *ret_len,
                          bool *ret_truncated) {
         char path[64];
-        int r = tune_proc_path(path, sizeof path, pid, 0, file);
+        int r = pid_path(path, sizeof path, pid, 0, file);
         if (r < 0)
                 return r;
         return tune_read_prefix(ctx, path, max, ret, ret_len, ret_truncated);
@@ -85,7 +93,7 @@ int tune_proc_read_stat(const tune_ctx *ctx, pid_t pid, tune_proc_stat *ret) {
         char path[64], text[4096 + 1];
         int r;
 
-        r = tune_proc_path(path, sizeof path, pid, 0, "stat");
+        r = pid_path(path, sizeof path, pid, 0, "stat");
         if (r < 0)
                 return r;
         r = tune_read_prefix_into(ctx, path, text, sizeof text, NULL, NULL);
@@ -99,7 +107,7 @@ int tune_proc_read_stat(const tune_ctx *ctx, pid_t pid, tune_proc_stat *ret) {
  * at every match with a user criterion, and only parsed. */
 static int read_status(const tune_ctx *ctx, pid_t pid, char buf[static TUNE_STATUS_MAX + 1]) {
         char path[64];
-        int r = tune_proc_path(path, sizeof path, pid, 0, "status");
+        int r = pid_path(path, sizeof path, pid, 0, "status");
 
         return r < 0 ? r : tune_read_prefix_into(ctx, path, buf, TUNE_STATUS_MAX + 1, NULL, NULL);
 }
@@ -125,7 +133,7 @@ int tune_proc_read_children(const tune_ctx *ctx, pid_t pid, pid_t *ret, size_t m
         bool truncated;
         int r;
 
-        r = tune_proc_path(path, sizeof path, pid, pid, "children");
+        r = pid_path(path, sizeof path, pid, pid, "children");
         if (r < 0)
                 return r;
         /* 8 bytes a pid at most ("4194304 "): what max of them take, and no more. */
@@ -151,7 +159,7 @@ int tune_proc_read_comm(const tune_ctx *ctx, pid_t pid, pid_t tid, char ret[stat
         ssize_t n;
         int r;
 
-        r = tune_proc_path(path, sizeof path, pid, tid, "comm");
+        r = pid_path(path, sizeof path, pid, tid, "comm");
         if (r < 0)
                 return r;
         /* Read for every thread of a process at its match, and on its events: one read()
@@ -177,7 +185,7 @@ int tune_proc_read_cmdline(const tune_ctx *ctx, pid_t pid, char **ret) {
         size_t len;
         int r;
 
-        r = tune_proc_path(path, sizeof path, pid, 0, "cmdline");
+        r = pid_path(path, sizeof path, pid, 0, "cmdline");
         if (r < 0)
                 return r;
         /* Takes the process's mmap_lock: through the slow reader (context.h). */
@@ -192,7 +200,7 @@ int tune_proc_read_environ(const tune_ctx *ctx, pid_t pid, char **ret, size_t *r
         bool truncated = false;
         int r;
 
-        r = tune_proc_path(path, sizeof path, pid, 0, "environ");
+        r = pid_path(path, sizeof path, pid, 0, "environ");
         if (r < 0)
                 return r;
         r = tune_read_slow(ctx, pid, path, TUNE_ENVIRON_MAX, ret, ret_len, &truncated);
@@ -210,7 +218,7 @@ int tune_proc_read_exe(const tune_ctx *ctx, pid_t pid, char **ret) {
         size_t len;
         int r;
 
-        r = tune_proc_path(path, sizeof path, pid, 0, "exe");
+        r = pid_path(path, sizeof path, pid, 0, "exe");
         if (r < 0)
                 return r;
         r = tune_readlink(ctx, path, &s);
@@ -287,7 +295,7 @@ int tune_proc_list_tasks(const tune_ctx *ctx, pid_t pid, pid_t **ret, size_t *re
         char path[64];
         int r;
 
-        r = tune_proc_path(path, sizeof path, pid, 0, "task");
+        r = pid_path(path, sizeof path, pid, 0, "task");
         if (r < 0)
                 return r;
         return list_numeric(ctx, path, ret, ret_n);
@@ -336,7 +344,7 @@ int tune_proc_list_char_devices(const tune_ctx *ctx, pid_t pid, dev_t **ret, siz
 
         if (!tune_ctx_is_live(ctx))
                 return -EOPNOTSUPP;
-        r = tune_proc_path(path, sizeof path, pid, 0, "fd");
+        r = pid_path(path, sizeof path, pid, 0, "fd");
         if (r < 0)
                 return r;
         r = tune_opendir(ctx, path, &d);
