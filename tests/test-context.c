@@ -97,6 +97,27 @@ static void test_reads(void **state) {
         /* Paths with or without the leading slash mean the same file below the root. */
         assert_int_equal(tune_read_string(ctx, "sys/a", &s), 0);
         free(s);
+
+        /* Into a caller's buffer: whole when it fits in size - 1 bytes, else cut and said. */
+        char buf[8];
+        size_t len = 99;
+        bool truncated = true;
+        assert_int_equal(tune_read_prefix_into(ctx, "/sys/a", buf, sizeof buf, &len, &truncated), 0);
+        assert_string_equal(buf, "hello\n");
+        assert_int_equal(len, 6);
+        assert_false(truncated);
+        assert_int_equal(tune_read_prefix_into(ctx, "/sys/a", buf, 7, &len, &truncated), 0);
+        assert_string_equal(buf, "hello\n");
+        assert_false(truncated);
+        assert_int_equal(tune_read_prefix_into(ctx, "/sys/a", buf, 6, &len, &truncated), 0);
+        assert_string_equal(buf, "hello");
+        assert_int_equal(len, 5);
+        assert_true(truncated);
+        assert_int_equal(tune_read_prefix_into(ctx, "/sys/empty", buf, sizeof buf, &len, NULL), 0);
+        assert_string_equal(buf, "");
+        assert_int_equal(len, 0);
+        assert_int_equal(tune_read_prefix_into(ctx, "/sys/missing", buf, sizeof buf, NULL, NULL), -ENOENT);
+        assert_int_equal(tune_read_prefix_into(ctx, "/sys/a", buf, 1, NULL, NULL), -EINVAL);
 }
 
 static void test_stays_inside_root(void **state) {
@@ -252,6 +273,13 @@ static void test_path(void **state) {
         assert_int_equal(tune_path(buf, sizeof buf, "%s%d", "abcdefghijklmnopqrstuvwxyz1234", 56), -ENAMETOOLONG);
         assert_int_equal(tune_path(buf, sizeof buf, "%s%x", "abcdefghijklmnopqrstuvwxyz1234", 0x56), -ENAMETOOLONG);
         assert_int_equal(tune_path(buf, 0, "x"), -ENAMETOOLONG);
+        /* The edge inside a run of the format itself, and after an empty conversion. */
+        assert_int_equal(tune_path(buf, sizeof buf, "/proc/a-literal-run-of-31-bytes"), 0);
+        assert_string_equal(buf, "/proc/a-literal-run-of-31-bytes");
+        assert_int_equal(tune_path(buf, sizeof buf, "/proc/a-literal-run-of-32-bytes!"), -ENAMETOOLONG);
+        assert_int_equal(tune_path(buf, sizeof buf, "%s/%s", "abcdefghijklmnopqrstuvwxyz12345", ""), -ENAMETOOLONG);
+        assert_int_equal(tune_path(buf, sizeof buf, "%s/x%s/%u", "", "", 7u), 0);
+        assert_string_equal(buf, "/x/7");
 }
 
 int main(void) {

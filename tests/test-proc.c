@@ -92,6 +92,100 @@ static void test_status(void **state) {
         assert_int_equal(tune_parse_proc_status("Tgid:\t1\nPPid:\t0\nUid:\tx\t0\t0\t0\n", &s), -EBADMSG);
         assert_int_equal(tune_parse_proc_status("Tgid:\t1\nPPid:\t0\nUid:\t-1\t0\t0\t0\n", &s), -EBADMSG);
         assert_int_equal(tune_parse_proc_status("Tgid:\t1\nPPid:\t0\nUid:\t5\n", &s), -EBADMSG);
+        /* The numbers as strtol() reads them (what the parse did before it read them by
+         * hand): a sign, a tail after the digits, the bounds. */
+        assert_int_equal(tune_parse_proc_status("Tgid:\t+7x\nPPid:\t-0\nUid:\t5 \t+6\t0\t0\n", &s), 0);
+        assert_int_equal(s.tgid, 7);
+        assert_int_equal(s.ppid, 0);
+        assert_int_equal(s.ruid, 5);
+        assert_int_equal(s.euid, 6);
+        assert_int_equal(tune_parse_proc_status("Tgid:\t2147483647\nPPid:\t0\nUid:\t4294967294 0\n", &s), 0);
+        assert_int_equal(s.tgid, 2147483647);
+        assert_int_equal(s.ruid, 4294967294u);
+        assert_int_equal(tune_parse_proc_status("Tgid:\t2147483648\nPPid:\t0\nUid:\t0 0\n", &s), -EBADMSG);
+        assert_int_equal(tune_parse_proc_status("Tgid:\t1\nPPid:\t0\nUid:\t4294967295 0\n", &s), -EBADMSG);
+        assert_int_equal(tune_parse_proc_status("Tgid:\t99999999999999999999\nPPid:\t0\nUid:\t0 0\n", &s), -EBADMSG);
+        assert_int_equal(tune_parse_proc_status("Tgid:\t1\nPPid:\t-3\nUid:\t0 0\n", &s), -EBADMSG);
+        assert_int_equal(tune_parse_proc_status("Tgid:\t1\nPPid:\t0\nUid:\t0 x\n", &s), -EBADMSG);
+        assert_int_equal(tune_parse_proc_status("Tgid:\t+\nPPid:\t0\nUid:\t0 0\n", &s), -EBADMSG);
+}
+
+/* The one-pass parse gives what the two parsers give, each part with its own result. */
+static void assert_status_facts_agree(const char *text) {
+        tune_status_facts f;
+        tune_proc_status st;
+        tune_creds c;
+
+        memset(&f, 0xa5, sizeof f);
+        assert_int_equal(tune_parse_status_facts(text, &f), 0);
+        assert_int_equal(f.status_r, tune_parse_proc_status(text, &st));
+        assert_int_equal(f.creds_r, tune_parse_creds(text, &c));
+        if (f.status_r >= 0)
+                assert_memory_equal(&f.status, &st, sizeof st);
+        if (f.creds_r >= 0) {
+                assert_int_equal(f.creds.ruid, c.ruid);
+                assert_int_equal(f.creds.euid, c.euid);
+                assert_int_equal(f.creds.fsuid, c.fsuid);
+                assert_int_equal(f.creds.fsgid, c.fsgid);
+                assert_int_equal(f.creds.n_groups, c.n_groups);
+                assert_int_equal(f.creds.groups_truncated, c.groups_truncated);
+                assert_memory_equal(f.creds.groups, c.groups, c.n_groups * sizeof(gid_t));
+        }
+}
+
+static void test_status_facts(void **state) {
+        static const char full[] = "Name:\tpython3\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t4242\nNgid:\t0\n"
+                                   "Pid:\t4242\nPPid:\t4200\nTracerPid:\t0\nUid:\t1000\t0\t1000\t1001\n"
+                                   "Gid:\t100\t100\t100\t102\nFDSize:\t64\nGroups:\t4 24 27 \nNStgid:\t4242\n"
+                                   "NSpid:\t4242\nVmPeak:\t  1000 kB\n";
+        tune_status_facts f;
+        (void) state;
+
+        assert_int_equal(tune_parse_status_facts(full, &f), 0);
+        assert_int_equal(f.status_r, 0);
+        assert_int_equal(f.status.tgid, 4242);
+        assert_int_equal(f.status.ppid, 4200);
+        assert_int_equal(f.status.ruid, 1000);
+        assert_int_equal(f.status.euid, 0);
+        assert_int_equal(f.creds_r, 0);
+        assert_int_equal(f.creds.fsuid, 1001);
+        assert_int_equal(f.creds.fsgid, 102);
+        assert_int_equal(f.creds.n_groups, 3);
+        assert_int_equal(f.creds.groups[2], 27);
+        assert_status_facts_agree(full);
+        /* Blanks around the key, keys that only start like one, the first of two lines. */
+        assert_status_facts_agree("  Tgid :\t7\nPPidx:\t9\nPPid:\t1\nGidx:\t1 1 1 1\nUid:\t0 0 0 0\n"
+                                  "Uid:\t5 5 5 5\nGroupsy:\t1\nGid :\t3\t3\t3\t3\n\tGroups:\t\n");
+        /* One part without its keys, the other whole: each result on its own. */
+        assert_status_facts_agree("Tgid:\t7\nPPid:\t1\nUid:\t0 0 0 0\n");
+        assert_status_facts_agree("Uid:\t0 0 0 0\nGid:\t0 0 0 0\nGroups:\t1 2\n");
+        assert_status_facts_agree("Tgid:\t7\nPPid:\t1\nUid:\t0 0 0 0\nGid:\t0 0 0 0\nGroups:\t1 x\n");
+        assert_status_facts_agree("Tgid:\t7\nPPid:\t1\nUid:\t0 0 0\nGid:\t0 0 0 0\n");
+        assert_status_facts_agree("Tgid:\t7\nPPid:\t1\nUid:\t0 0 0 0\nGid:\t0 0 0 0");
+        assert_status_facts_agree("");
+        assert_int_equal(tune_parse_status_facts("Tgid:\t7\n", &f), 0);
+        assert_int_equal(f.status_r, -EBADMSG);
+        assert_int_equal(f.creds_r, -EBADMSG);
+        assert_int_equal(tune_parse_status_facts(NULL, &f), -EINVAL);
+}
+
+static void test_proc_path(void **state) {
+        char buf[64], small[12];
+        (void) state;
+
+        assert_int_equal(tune_proc_path(buf, sizeof buf, 12, 0, "stat"), 0);
+        assert_string_equal(buf, "/proc/12/stat");
+        assert_int_equal(tune_proc_path(buf, sizeof buf, 12, 13, "comm"), 0);
+        assert_string_equal(buf, "/proc/12/task/13/comm");
+        assert_int_equal(tune_proc_path(buf, sizeof buf, 2147483647, 2147483646, NULL), 0);
+        assert_string_equal(buf, "/proc/2147483647/task/2147483646");
+        assert_int_equal(tune_proc_path(buf, sizeof buf, 7, 0, NULL), 0);
+        assert_string_equal(buf, "/proc/7");
+        assert_int_equal(tune_proc_path(small, sizeof small, 12, 0, "stat"), -ENAMETOOLONG);
+        assert_int_equal(tune_proc_path(small, sizeof small, 12, 0, "st"), 0); /* 11 bytes and the NUL */
+        assert_string_equal(small, "/proc/12/st");
+        assert_int_equal(tune_proc_path(buf, sizeof buf, 0, 0, "stat"), -EINVAL);
+        assert_int_equal(tune_proc_path(buf, sizeof buf, 12, -1, "stat"), -EINVAL);
 }
 
 static void test_cgroup(void **state) {
@@ -245,6 +339,36 @@ static void test_readers_fake(void **state) {
         assert_true(st.start_time == 5555);
         assert_int_equal(tune_proc_read_status(ctx, 123, &status), 0);
         assert_int_equal(status.ruid, 0);
+        {
+                /* A Groups line past TUNE_STATUS_MAX: read up to it, as both readers see. */
+                static const char head[] = "Tgid:\t321\nPPid:\t1\nUid:\t7\t7\t7\t8\nGid:\t9\t9\t9\t10\nGroups:\t";
+                size_t big = TUNE_STATUS_MAX + 4096, o = sizeof head - 1;
+                char *text = malloc(big);
+                tune_status_facts f;
+                tune_creds c;
+                assert_non_null(text);
+                memcpy(text, head, o);
+                for (unsigned g = 1000; o + 7 < big; g++)
+                        o += (size_t) sprintf(text + o, "%u ", g);
+                fake_proc_put(root, "proc/321/status", text, o);
+                free(text);
+                assert_int_equal(tune_proc_read_status_facts(ctx, 321, &f), 0);
+                assert_int_equal(f.status_r, 0);
+                assert_int_equal(f.status.tgid, 321);
+                assert_int_equal(f.creds_r, 0);
+                assert_int_equal(tune_proc_read_creds(ctx, 321, &c), 0);
+                assert_int_equal(f.creds.fsuid, 8);
+                assert_int_equal(c.fsgid, 10);
+                assert_int_equal(f.creds.n_groups, TUNE_CREDS_GROUPS_MAX);
+                assert_true(f.creds.groups_truncated && c.groups_truncated);
+                assert_int_equal(f.creds.groups[TUNE_CREDS_GROUPS_MAX - 1], c.groups[TUNE_CREDS_GROUPS_MAX - 1]);
+                assert_int_equal(tune_proc_read_status_facts(ctx, 99999, &f), -ENOENT);
+                char path[sizeof root + 32];
+                snprintf(path, sizeof path, "%s/proc/321/status", root);
+                assert_int_equal(unlink(path), 0);
+                *strrchr(path, '/') = 0;
+                assert_int_equal(rmdir(path), 0); /* the pid list below is the setup's */
+        }
         assert_int_equal(tune_proc_read_comm(ctx, 123, 0, comm), 0);
         assert_string_equal(comm, "python3");
         assert_int_equal(tune_proc_read_comm(ctx, 123, 130, comm), 0);
@@ -382,6 +506,8 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_stat),
                 cmocka_unit_test(test_status),
+                cmocka_unit_test(test_status_facts),
+                cmocka_unit_test(test_proc_path),
                 cmocka_unit_test(test_cgroup),
                 cmocka_unit_test(test_cmdline_comm_escape),
                 cmocka_unit_test(test_escape_utf8),

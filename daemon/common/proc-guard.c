@@ -184,7 +184,7 @@ int proc_guard_new(const tune_ctx *ctx, ProcGuard **ret) {
         pthread_condattr_t ca;
         int r;
 
-        g = calloc(1, sizeof *g);
+        g = tune_alloc0(1, sizeof *g);
         if (!g)
                 return -ENOMEM;
         r = tune_ctx_new(tune_ctx_root(ctx), &g->ctx);
@@ -320,7 +320,7 @@ long proc_guard_run(ProcGuard *g, pid_t pid, unsigned timeout_ms, const char *wh
         *ret_done = false;
         if (backed_off(g, pid))
                 return not_run(free_job, job, -ETIMEDOUT);
-        t = calloc(1, sizeof *t);
+        t = tune_alloc0(1, sizeof *t);
         if (!t)
                 return not_run(free_job, job, -ENOMEM);
         *t = (Task) { .fn = fn, .free_job = free_job, .job = job };
@@ -411,7 +411,7 @@ static int slow_read(void *userdata, const tune_ctx *ctx, pid_t pid, const char 
         long r;
 
         (void) ctx; /* the workers read through the guard's own */
-        j = calloc(1, sizeof *j);
+        j = tune_alloc0(1, sizeof *j);
         if (!j)
                 return -ENOMEM;
         if (strlen(path) >= sizeof j->path) {

@@ -27,14 +27,21 @@ static unsigned resolve_accels(const tune_accels *all, const managed_process *mp
 static int set_claim(tune_placer *placer, const tune_ctx *ctx, const tune_accels *all, const managed_process *mp,
                      uint64_t key, tune_keys *ret_changed) {
         const tune_accel *accels[64];
-        tune_creds creds;
+        const tune_creds *creds = NULL;
+        tune_creds read;
         tune_claim claim;
         unsigned n;
         int r;
 
         n = resolve_accels(all, mp, accels, ELEMENTSOF(accels));
         /* The status the match has just read, if this follows a match: not read twice. */
-        r = mp->status ? tune_parse_creds(mp->status, &creds) : tune_proc_read_creds(ctx, mp->pid, &creds);
+        if (mp->status) {
+                r = mp->status->creds_r;
+                creds = &mp->status->creds;
+        } else {
+                r = tune_proc_read_creds(ctx, mp->pid, &read);
+                creds = &read;
+        }
         if (r < 0) {
                 /* Gone, or unreadable: nothing vouches for it. */
                 claim = (tune_claim) { .uid = mp->uid, .tier = TUNE_CLAIM_UNVERIFIED };
@@ -45,7 +52,7 @@ static int set_claim(tune_placer *placer, const tune_ctx *ctx, const tune_accels
                         .attribution = &mp->attribution,
                         .accels = accels,
                         .n_accels = n,
-                        .creds = &creds,
+                        .creds = creds,
                 };
                 r = tune_claim_verify(ctx, &in, &claim);
                 if (r < 0)

@@ -111,7 +111,7 @@ void apply_process(Placement *p, managed_process *mp) {
         /* The watcher's thread list, not a listing of our own: it listed them when it took
          * the process on, and every thread started since has its FORK event queued, which
          * places it (on_thread_new). */
-        _cleanup_free_ tune_affinity_known *known = calloc(mp->n_threads ? mp->n_threads : 1, sizeof *known);
+        _cleanup_free_ tune_affinity_known *known = tune_alloc0(mp->n_threads ? mp->n_threads : 1, sizeof *known);
         if (!known) {
                 log_oom();
                 return;

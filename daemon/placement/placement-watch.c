@@ -10,7 +10,7 @@ static void on_process_matched(Watcher *w, managed_process *mp, void *userdata) 
         Placement *p = userdata;
         placed_process *pp;
 
-        pp = calloc(1, sizeof *pp);
+        pp = tune_alloc0(1, sizeof *pp);
         if (!pp) {
                 log_oom();
                 return;

@@ -82,7 +82,7 @@ Entry *entry_new(Watcher *w, pid_t pid, uint64_t start_time, pid_t ppid, uid_t u
                 w->stats.skipped_full++;
                 return NULL;
         }
-        e = calloc(1, sizeof *e);
+        e = tune_alloc0(1, sizeof *e);
         if (!e)
                 return NULL;
         e->w = w;

@@ -204,7 +204,7 @@ void watcher_budget_room_freed(Watcher *w);
 /* Entries: one per process the watcher knows, and whether it still lives (pidfd, or start time) (watcher-entry.c). */
 void entry_clear_threads(Entry *e);
 void entry_drop_pidfd(Entry *e);
-/* The status text of the match (managed_process.status) is kept for the callback that
+/* The status of the match (managed_process.status) is kept for the callback that
  * follows it only. */
 void entry_drop_status(Entry *e);
 void entry_free(Entry *e);

@@ -54,6 +54,7 @@ int tune_env_capture_parse(const char *buf, size_t len, bool truncated, const ch
  * tune_env_capture_parse() builds it for each. */
 typedef struct tune_env_name_index {
         uint64_t first_byte[256];
+        size_t len[63]; /* strlen(names[i]) for the names below 63, looked at per candidate entry */
 } tune_env_name_index;
 void tune_env_name_index_build(tune_env_name_index *idx, const char *const *names, unsigned n_names);
 /* tune_env_capture_parse() with idx built from names. */

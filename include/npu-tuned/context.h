@@ -48,6 +48,11 @@ int tune_read_file(const tune_ctx *ctx, const char *path, size_t max, char **ret
  * *ret_truncated (may be NULL) says so. NUL terminated. */
 int tune_read_prefix(const tune_ctx *ctx, const char *path, size_t max, char **ret, size_t *ret_len,
                      bool *ret_truncated);
+/* The same into buf, at most size - 1 bytes of the file (size >= 2), NUL-terminated: for
+ * the /proc texts every exec or match reads and only parses (stat, status, cgroup), no
+ * heap copy. */
+int tune_read_prefix_into(const tune_ctx *ctx, const char *path, char *buf, size_t size, size_t *ret_len,
+                          bool *ret_truncated);
 /* Read the file and strip trailing whitespace/newlines. */
 int tune_read_string(const tune_ctx *ctx, const char *path, char **ret);
 int tune_read_int(const tune_ctx *ctx, const char *path, long *ret);

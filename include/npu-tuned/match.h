@@ -38,7 +38,7 @@ struct tune_proc_facts {
         char *exe;
         char *cmdline;   /* NULs as spaces */
         uid_t uid;       /* real uid */
-        char *status;    /* the /proc/PID/status text uid was read from (NULL when given) */
+        tune_status_facts *status; /* the /proc/PID/status uid was read from, parsed (NULL when given) */
         char *cgroup;    /* cgroup v2 path */
         char *environ;   /* the raw block (tune_proc_read_environ()) */
         size_t environ_len;

@@ -41,3 +41,7 @@ int tune_parse_pci_address(const char *text, char ret[static 13]);
 /* In a "key: value" text, find the line whose key is `key` and return a pointer to the
  * value (after ':' and blanks) and its length up to the end of line. -ENOENT if none. */
 int tune_find_key(const char *text, const char *key, const char **ret_value, size_t *ret_len);
+/* The value of the line whose key (klen bytes) starts at p, as tune_find_key() gives it:
+ * blanks, then ':', then the value with the blanks around it trimmed. -ENOENT when no ':'
+ * follows the key (another key that starts the same). */
+int tune_key_value(const char *p, size_t klen, const char **ret_value, size_t *ret_len);

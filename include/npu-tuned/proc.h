@@ -61,6 +61,16 @@ typedef struct tune_creds {
 /* Pure: the Uid, Gid and Groups lines of /proc/PID/status. -EBADMSG when absent. */
 int tune_parse_creds(const char *text, tune_creds *ret);
 
+/* Both of the above from one pass over the text (a match's user criterion and the claim
+ * check that follows it read the same status): each part with its parser's result. */
+typedef struct tune_status_facts {
+        int status_r; /* tune_parse_proc_status()'s; status is set when >= 0 */
+        tune_proc_status status;
+        int creds_r; /* tune_parse_creds()'s; creds is set when >= 0 */
+        tune_creds creds;
+} tune_status_facts;
+int tune_parse_status_facts(const char *text, tune_status_facts *ret);
+
 /* How /proc is mounted for other users (proc(5), hidepid= and gid=): whom a process's
  * /proc/PID shows to. */
 typedef enum tune_proc_hidepid {
@@ -117,13 +127,17 @@ bool tune_utf8_clean(const char *s);
  * the poll failed (cannot tell: each caller decides what that means for it). */
 int tune_pidfd_exited(int pidfd);
 
+/* "/proc/PID[/task/TID][/FILE]" (tid 0: none; file NULL: the directory), built by hand:
+ * every process event reads a path or two, and a formatter costs more than the rest of an
+ * unmatched exec's own work. -EINVAL for pid <= 0 or tid < 0, -ENAMETOOLONG. */
+int tune_proc_path(char *buf, size_t size, pid_t pid, pid_t tid, const char *file);
+
 /* Readers: each opens below the context's root ("/proc/PID/..."). A vanished process
  * reads as -ENOENT or -ESRCH. */
 int tune_proc_read_stat(const tune_ctx *ctx, pid_t pid, tune_proc_stat *ret);
 int tune_proc_read_status(const tune_ctx *ctx, pid_t pid, tune_proc_status *ret);
-/* The text of /proc/PID/status (at most TUNE_STATUS_MAX bytes), for both parsers above
- * from one read. */
-int tune_proc_read_status_text(const tune_ctx *ctx, pid_t pid, char **ret);
+/* /proc/PID/status (at most TUNE_STATUS_MAX bytes of it) parsed for both of the above. */
+int tune_proc_read_status_facts(const tune_ctx *ctx, pid_t pid, tune_status_facts *ret);
 int tune_proc_read_creds(const tune_ctx *ctx, pid_t pid, tune_creds *ret);
 /* tid 0: the process's (main thread's) comm. */
 int tune_proc_read_comm(const tune_ctx *ctx, pid_t pid, pid_t tid, char ret[static TUNE_COMM_MAX]);

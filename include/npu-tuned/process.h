@@ -33,7 +33,7 @@ typedef struct managed_process {
         char *exe;            /* may be NULL (unreadable) */
         char *cmdline;        /* NULs as spaces, bounded; may be NULL */
         uid_t uid;
-        char *status;         /* the /proc/PID/status text of that match (its credentials): only
+        tune_status_facts *status; /* the /proc/PID/status of that match (its credentials): only
                                * during the callback that follows the match, NULL otherwise */
 
         const tune_policy_rule *rule; /* the matching rule (never NULL in a callback) */

@@ -9,6 +9,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+
+#include "npu-tuned/macro.h"
 
 typedef struct tune_text {
         char *buf; /* NUL-terminated once anything was put */
@@ -16,10 +19,38 @@ typedef struct tune_text {
         bool oom;
 } tune_text;
 
-void tune_text_put(tune_text *t, const char *s, size_t n);
-void tune_text_put_str(tune_text *t, const char *s);
-void tune_text_put_u64(tune_text *t, uint64_t v);
-void tune_text_put_i64(tune_text *t, int64_t v);
+/* tune_text_put() when the buffer has no room (or after out of memory). */
+void tune_text_put_grow(tune_text *t, const char *s, size_t n);
+
+/* Inline: a record or an attribution file is some dozens of puts, mostly of literals
+ * (their length then known here, and their copy a few moves), each into room there is. */
+static inline void tune_text_put(tune_text *t, const char *s, size_t n) {
+        if (t->oom || t->len + n + 1 > t->cap) {
+                tune_text_put_grow(t, s, n);
+                return;
+        }
+        memcpy(t->buf + t->len, s, n);
+        t->len += n;
+        t->buf[t->len] = 0;
+}
+
+static inline void tune_text_put_str(tune_text *t, const char *s) {
+        tune_text_put(t, s, strlen(s));
+}
+
+static inline void tune_text_put_u64(tune_text *t, uint64_t v) {
+        char d[TUNE_DECIMAL_MAX];
+        const char *p = tune_format_decimal(d, v);
+
+        tune_text_put(t, p, (size_t) (d + TUNE_DECIMAL_MAX - 1 - p));
+}
+
+static inline void tune_text_put_i64(tune_text *t, int64_t v) {
+        char d[TUNE_DECIMAL_MAX + 1];
+        const char *p = tune_format_signed(d, v);
+
+        tune_text_put(t, p, (size_t) (d + TUNE_DECIMAL_MAX - p));
+}
 /* The text (the caller frees it; "" if nothing was put) and t emptied; -ENOMEM, with t
  * freed, if any put ran out of memory. */
 int tune_text_take(tune_text *t, char **ret);

@@ -298,6 +298,24 @@ static bool read_whole_at_once(const char *path) {
         return false;
 }
 
+/* A full buffer: is there more of the file? One byte tells. */
+static bool read_has_more(int fd) {
+        char probe;
+        return tune_read_retry(fd, &probe, 1) > 0;
+}
+
+/* One read() of up to want bytes at *len (moved on): 1 to read on, 0 at the end (no bytes
+ * left, or a short read of a file the kernel hands out whole: read_whole_at_once(), one
+ * read() less on every /proc read an exec makes), or a negative errno. */
+static int read_chunk(int fd, char *buf, size_t *len, size_t want, bool virtual) {
+        ssize_t n = tune_read_retry(fd, buf + *len, want);
+
+        if (n <= 0)
+                return (int) n;
+        *len += (size_t) n;
+        return !(virtual && (size_t) n < want);
+}
+
 int tune_read_prefix(const tune_ctx *ctx, const char *path, size_t max, char **ret, size_t *ret_len,
                      bool *ret_truncated) {
         _cleanup_close_ int fd = -EBADF;
@@ -321,13 +339,8 @@ int tune_read_prefix(const tune_ctx *ctx, const char *path, size_t max, char **r
         if (cap > max + 1)
                 cap = max + 1;
         for (;;) {
-                ssize_t n;
-
                 if (len == max) {
-                        /* Full: is there more? One byte tells. */
-                        char probe;
-                        n = tune_read_retry(fd, &probe, 1);
-                        truncated = n > 0;
+                        truncated = read_has_more(fd);
                         break;
                 }
                 if (len + 1 >= cap) {
@@ -340,16 +353,10 @@ int tune_read_prefix(const tune_ctx *ctx, const char *path, size_t max, char **r
                         buf = heap = nb;
                         cap = ncap;
                 }
-                size_t want = cap - 1 - len;
-                n = tune_read_retry(fd, buf + len, want);
-                if (n < 0)
-                        return (int) n;
-                if (n == 0)
-                        break;
-                len += (size_t) n;
-                /* A short read of such a file is its end (read_whole_at_once()): one
-                 * read() less on every /proc read an exec makes. */
-                if (virtual && (size_t) n < want)
+                int r = read_chunk(fd, buf, &len, cap - 1 - len, virtual);
+                if (r < 0)
+                        return r;
+                if (r == 0)
                         break;
         }
         if (!heap) {
@@ -364,6 +371,37 @@ int tune_read_prefix(const tune_ctx *ctx, const char *path, size_t max, char **r
         if (ret_truncated)
                 *ret_truncated = truncated;
         *ret = TAKE_PTR(heap);
+        return 0;
+}
+
+int tune_read_prefix_into(const tune_ctx *ctx, const char *path, char *buf, size_t size, size_t *ret_len,
+                          bool *ret_truncated) {
+        _cleanup_close_ int fd = -EBADF;
+        const bool virtual = ctx->live && read_whole_at_once(path);
+        size_t len = 0;
+        bool truncated = false;
+
+        if (size < 2)
+                return -EINVAL;
+        fd = tune_open(ctx, path, O_RDONLY | O_NOCTTY, 0);
+        if (fd < 0)
+                return fd;
+        for (;;) {
+                if (len == size - 1) {
+                        truncated = read_has_more(fd);
+                        break;
+                }
+                int r = read_chunk(fd, buf, &len, size - 1 - len, virtual);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        break;
+        }
+        buf[len] = 0;
+        if (ret_len)
+                *ret_len = len;
+        if (ret_truncated)
+                *ret_truncated = truncated;
         return 0;
 }
 
@@ -521,40 +559,47 @@ int tune_readlink(const tune_ctx *ctx, const char *path, char **ret) {
 static int format_simple_path(char *buf, size_t size, const char *fmt, va_list ap) {
         char *p = buf, *end = buf + size - 1;
 
-        for (const char *f = fmt; *f; f++) {
+        /* A run of the format, or a conversion, at a time: each copied whole (a byte at a
+         * time cost more than the rest of a path's making, for a cgroup's long one most). */
+        for (const char *f = fmt; *f;) {
                 char num[TUNE_DECIMAL_MAX + 1]; /* and a '-' */
                 const char *s;
+                size_t n;
 
                 if (*f != '%') {
-                        if (p == end)
-                                goto too_long;
-                        *p++ = *f;
-                        continue;
-                }
-                f++;
-                if (*f == 's')
+                        const char *pct = strchrnul(f, '%');
+                        s = f;
+                        n = (size_t) (pct - f);
+                        f = pct;
+                } else if (f[1] == 's') {
                         s = va_arg(ap, const char *);
-                else {
+                        n = strlen(s);
+                        f += 2;
+                } else {
                         long long x;
-                        if (*f == 'd')
+                        if (f[1] == 'd')
                                 x = va_arg(ap, int);
-                        else if (*f == 'u')
+                        else if (f[1] == 'u')
                                 x = va_arg(ap, unsigned);
-                        else if (f[0] == 'l' && f[1] == 'd') {
+                        else if (f[1] == 'l' && f[2] == 'd') {
                                 x = va_arg(ap, long);
                                 f++;
                         } else
                                 return -EOPNOTSUPP;
+                        f += 2;
                         char *digits = tune_format_decimal(num + 1, x < 0 ? -(uint64_t) x : (uint64_t) x);
                         if (x < 0)
                                 *--digits = '-';
                         s = digits;
+                        n = (size_t) (num + TUNE_DECIMAL_MAX - digits);
                 }
-                for (; *s; s++) {
-                        if (p == end)
-                                goto too_long;
-                        *p++ = *s;
+                if (n > (size_t) (end - p)) {
+                        memcpy(p, s, (size_t) (end - p));
+                        p = end;
+                        goto too_long;
                 }
+                memcpy(p, s, n);
+                p += n;
         }
         *p = 0;
         return (int) (p - buf);

@@ -8,14 +8,11 @@
 #include "npu-tuned/cpuset.h"
 #include "npu-tuned/parse.h"
 
-void tune_cpuset_done(tune_cpuset *s) {
-        if (!s)
-                return;
-        free(s->words);
-        s->words = NULL;
-        s->n_words = 0;
-}
+#define W(s) tune_cpuset_words(s)
+#define W_MUT(s) tune_cpuset_words_mut(s)
 
+/* Makes room for CPU cpu: in the inline words while they hold it, on the heap past them
+ * (moving the inline words there). New words are zero. */
 static int cpuset_grow(tune_cpuset *s, unsigned cpu) {
         unsigned need = cpu / 64 + 1;
         uint64_t *w;
@@ -24,9 +21,21 @@ static int cpuset_grow(tune_cpuset *s, unsigned cpu) {
                 return -ERANGE;
         if (need <= s->n_words)
                 return 0;
-        w = realloc(s->words, need * sizeof(uint64_t));
-        if (!w)
-                return -ENOMEM;
+        if (!s->words && need <= TUNE_CPUSET_INLINE_WORDS) {
+                memset(s->inline_words + s->n_words, 0, (need - s->n_words) * sizeof(uint64_t));
+                s->n_words = need;
+                return 0;
+        }
+        if (s->words) {
+                w = realloc(s->words, need * sizeof(uint64_t));
+                if (!w)
+                        return -ENOMEM;
+        } else {
+                w = malloc(need * sizeof(uint64_t));
+                if (!w)
+                        return -ENOMEM;
+                memcpy(w, s->inline_words, s->n_words * sizeof(uint64_t));
+        }
         memset(w + s->n_words, 0, (need - s->n_words) * sizeof(uint64_t));
         s->words = w;
         s->n_words = need;
@@ -37,7 +46,7 @@ int tune_cpuset_add(tune_cpuset *s, unsigned cpu) {
         int r = cpuset_grow(s, cpu);
         if (r < 0)
                 return r;
-        s->words[cpu / 64] |= UINT64_C(1) << (cpu % 64);
+        W_MUT(s)[cpu / 64] |= UINT64_C(1) << (cpu % 64);
         return 0;
 }
 
@@ -47,36 +56,39 @@ int tune_cpuset_add_range(tune_cpuset *s, unsigned first, unsigned last) {
         int r = cpuset_grow(s, last);
         if (r < 0)
                 return r;
+        uint64_t *w = W_MUT(s);
         for (unsigned c = first; c <= last; c++)
-                s->words[c / 64] |= UINT64_C(1) << (c % 64);
+                w[c / 64] |= UINT64_C(1) << (c % 64);
         return 0;
 }
 
 void tune_cpuset_remove(tune_cpuset *s, unsigned cpu) {
         if (cpu / 64 < s->n_words)
-                s->words[cpu / 64] &= ~(UINT64_C(1) << (cpu % 64));
+                W_MUT(s)[cpu / 64] &= ~(UINT64_C(1) << (cpu % 64));
 }
 
 bool tune_cpuset_has(const tune_cpuset *s, unsigned cpu) {
-        return cpu / 64 < s->n_words && (s->words[cpu / 64] >> (cpu % 64)) & 1;
+        return cpu / 64 < s->n_words && (W(s)[cpu / 64] >> (cpu % 64)) & 1;
 }
 
 unsigned tune_cpuset_count(const tune_cpuset *s) {
+        const uint64_t *w = W(s);
         unsigned n = 0;
         for (unsigned i = 0; i < s->n_words; i++)
-                n += (unsigned) __builtin_popcountll(s->words[i]);
+                n += (unsigned) __builtin_popcountll(w[i]);
         return n;
 }
 
 bool tune_cpuset_is_empty(const tune_cpuset *s) {
+        const uint64_t *w = W(s);
         for (unsigned i = 0; i < s->n_words; i++)
-                if (s->words[i])
+                if (w[i])
                         return false;
         return true;
 }
 
 static uint64_t word_at(const tune_cpuset *s, unsigned i) {
-        return i < s->n_words ? s->words[i] : 0;
+        return i < s->n_words ? W(s)[i] : 0;
 }
 
 bool tune_cpuset_equal(const tune_cpuset *a, const tune_cpuset *b) {
@@ -88,23 +100,26 @@ bool tune_cpuset_equal(const tune_cpuset *a, const tune_cpuset *b) {
 }
 
 bool tune_cpuset_is_subset(const tune_cpuset *sub, const tune_cpuset *super) {
+        const uint64_t *w = W(sub);
         for (unsigned i = 0; i < sub->n_words; i++)
-                if (sub->words[i] & ~word_at(super, i))
+                if (w[i] & ~word_at(super, i))
                         return false;
         return true;
 }
 
 bool tune_cpuset_overlaps(const tune_cpuset *a, const tune_cpuset *b) {
+        const uint64_t *wa = W(a), *wb = W(b);
         unsigned n = a->n_words < b->n_words ? a->n_words : b->n_words;
         for (unsigned i = 0; i < n; i++)
-                if (a->words[i] & b->words[i])
+                if (wa[i] & wb[i])
                         return true;
         return false;
 }
 
 int tune_cpuset_next(const tune_cpuset *s, unsigned from) {
+        const uint64_t *words = W(s);
         for (unsigned i = from / 64; i < s->n_words; i++) {
-                uint64_t w = s->words[i];
+                uint64_t w = words[i];
                 if (i == from / 64)
                         w &= ~UINT64_C(0) << (from % 64);
                 if (w)
@@ -113,14 +128,31 @@ int tune_cpuset_next(const tune_cpuset *s, unsigned from) {
         return -1;
 }
 
+unsigned tune_cpuset_next_absent(const tune_cpuset *s, unsigned from) {
+        const uint64_t *words = W(s);
+        for (unsigned i = from / 64; i < s->n_words; i++) {
+                uint64_t w = ~words[i];
+                if (i == from / 64)
+                        w &= ~UINT64_C(0) << (from % 64);
+                if (w)
+                        return i * 64 + (unsigned) __builtin_ctzll(w);
+        }
+        return from > s->n_words * 64 ? from : s->n_words * 64;
+}
+
 int tune_cpuset_copy(tune_cpuset *dst, const tune_cpuset *src) {
         uint64_t *w = NULL;
 
-        if (src->n_words > 0) {
+        if (dst == src)
+                return 0;
+        if (src->n_words <= TUNE_CPUSET_INLINE_WORDS) {
+                /* A small set copies into the inline words, wherever it was. */
+                memcpy(dst->inline_words, W(src), src->n_words * sizeof(uint64_t));
+        } else {
                 w = malloc(src->n_words * sizeof(uint64_t));
                 if (!w)
                         return -ENOMEM;
-                memcpy(w, src->words, src->n_words * sizeof(uint64_t));
+                memcpy(w, W(src), src->n_words * sizeof(uint64_t));
         }
         free(dst->words);
         dst->words = w;
@@ -134,24 +166,29 @@ int tune_cpuset_or(tune_cpuset *dst, const tune_cpuset *src) {
                 if (r < 0)
                         return r;
         }
+        const uint64_t *ws = W(src);
+        uint64_t *wd = W_MUT(dst);
         for (unsigned i = 0; i < src->n_words; i++)
-                dst->words[i] |= src->words[i];
+                wd[i] |= ws[i];
         return 0;
 }
 
 void tune_cpuset_and(tune_cpuset *dst, const tune_cpuset *src) {
+        uint64_t *w = W_MUT(dst);
         for (unsigned i = 0; i < dst->n_words; i++)
-                dst->words[i] &= word_at(src, i);
+                w[i] &= word_at(src, i);
 }
 
 void tune_cpuset_andnot(tune_cpuset *dst, const tune_cpuset *src) {
+        uint64_t *w = W_MUT(dst);
         for (unsigned i = 0; i < dst->n_words; i++)
-                dst->words[i] &= ~word_at(src, i);
+                w[i] &= ~word_at(src, i);
 }
 
 void tune_cpuset_clear(tune_cpuset *s) {
+        uint64_t *w = W_MUT(s);
         for (unsigned i = 0; i < s->n_words; i++)
-                s->words[i] = 0;
+                w[i] = 0;
 }
 
 static const char *skip_space(const char *p) {
@@ -272,9 +309,7 @@ int tune_cpuset_format_list(const tune_cpuset *s, char **ret) {
         buf[0] = 0;
         cpu = tune_cpuset_next(s, 0);
         while (cpu >= 0) {
-                int last = cpu;
-                while (tune_cpuset_has(s, (unsigned) last + 1))
-                        last++;
+                int last = (int) tune_cpuset_next_absent(s, (unsigned) cpu + 1) - 1;
                 char item[2 * TUNE_DECIMAL_MAX + 1], digits[TUNE_DECIMAL_MAX], *e = item;
                 if (len)
                         *e++ = ',';

@@ -9,6 +9,25 @@
 #include "npu-tuned/macro.h"
 #include "npu-tuned/parse.h"
 
+int tune_key_value(const char *p, size_t klen, const char **ret_value, size_t *ret_len) {
+        const char *end = strchrnul(p, '\n');
+        const char *q = p + klen;
+
+        while (q < end && (*q == ' ' || *q == '\t'))
+                q++;
+        if (q >= end || *q != ':')
+                return -ENOENT;
+        q++;
+        while (q < end && (*q == ' ' || *q == '\t'))
+                q++;
+        const char *vend = end;
+        while (vend > q && isspace((unsigned char) vend[-1]))
+                vend--;
+        *ret_value = q;
+        *ret_len = (size_t) (vend - q);
+        return 0;
+}
+
 int tune_find_key(const char *text, const char *key, const char **ret_value, size_t *ret_len) {
         size_t klen = strlen(key);
 
@@ -21,23 +40,9 @@ int tune_find_key(const char *text, const char *key, const char **ret_value, siz
 
                 while (*p == ' ' || *p == '\t')
                         p++;
-                if ((klen == 0 || *p == key[0]) && strncmp(p, key, klen) == 0) {
-                        const char *end = strchrnul(p, '\n');
-                        const char *q = p + klen;
-                        while (q < end && (*q == ' ' || *q == '\t'))
-                                q++;
-                        if (q < end && *q == ':') {
-                                q++;
-                                while (q < end && (*q == ' ' || *q == '\t'))
-                                        q++;
-                                const char *vend = end;
-                                while (vend > q && isspace((unsigned char) vend[-1]))
-                                        vend--;
-                                *ret_value = q;
-                                *ret_len = (size_t) (vend - q);
-                                return 0;
-                        }
-                }
+                if ((klen == 0 || *p == key[0]) && strncmp(p, key, klen) == 0 &&
+                    tune_key_value(p, klen, ret_value, ret_len) >= 0)
+                        return 0;
                 eol = strchr(p, '\n');
                 if (!eol)
                         break;

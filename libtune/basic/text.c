@@ -8,7 +8,7 @@
 #include "npu-tuned/macro.h"
 #include "npu-tuned/text.h"
 
-void tune_text_put(tune_text *t, const char *s, size_t n) {
+void tune_text_put_grow(tune_text *t, const char *s, size_t n) {
         if (t->oom)
                 return;
         if (t->len + n + 1 > t->cap) {
@@ -27,22 +27,6 @@ void tune_text_put(tune_text *t, const char *s, size_t n) {
         memcpy(t->buf + t->len, s, n);
         t->len += n;
         t->buf[t->len] = 0;
-}
-
-void tune_text_put_str(tune_text *t, const char *s) {
-        tune_text_put(t, s, strlen(s));
-}
-
-void tune_text_put_u64(tune_text *t, uint64_t v) {
-        char d[TUNE_DECIMAL_MAX];
-
-        tune_text_put_str(t, tune_format_decimal(d, v));
-}
-
-void tune_text_put_i64(tune_text *t, int64_t v) {
-        char d[TUNE_DECIMAL_MAX + 1];
-
-        tune_text_put_str(t, tune_format_signed(d, v));
 }
 
 char *tune_concat(char *buf, size_t size, ...) {

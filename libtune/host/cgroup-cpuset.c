@@ -185,18 +185,18 @@ int tune_cgroup_mounts_read(const tune_ctx *ctx, tune_cgroup_mounts *ret) {
 }
 
 int tune_cgroup_cpuset_read_at(const tune_ctx *ctx, const tune_cgroup_mounts *m, pid_t pid, tune_cgroup_cpuset *ret) {
-        _cleanup_free_ char *text = NULL, *v2 = NULL, *v1 = NULL, *legacy = NULL;
+        _cleanup_free_ char *v2 = NULL, *v1 = NULL, *legacy = NULL;
         tune_cgroup_cpuset c = {};
-        char path[64];
+        char path[64], text[TUNE_CGROUP_MAX + 1]; /* read at every match: on the stack */
         size_t len;
         int r;
 
         if (pid < 0 || !m || !ret)
                 return -EINVAL;
-        r = pid == 0 ? tune_path(path, sizeof path, "/proc/self/cgroup") : tune_path(path, sizeof path, "/proc/%d/cgroup", (int) pid);
+        r = pid == 0 ? tune_path(path, sizeof path, "/proc/self/cgroup") : tune_proc_path(path, sizeof path, pid, 0, "cgroup");
         if (r < 0)
                 return r;
-        r = tune_read_prefix(ctx, path, TUNE_CGROUP_MAX, &text, &len, NULL);
+        r = tune_read_prefix_into(ctx, path, text, sizeof text, &len, NULL);
         if (r >= 0) {
                 if (memchr(text, 0, len))
                         return -EBADMSG;

@@ -120,49 +120,104 @@ int tune_parse_proc_stat(const char *text, tune_proc_stat *ret) {
         return 0;
 }
 
-static int parse_id_field(const char *text, const char *key, long max, long *ret_first, long *ret_second) {
-        const char *v;
+/* The keys of /proc/PID/status the parsers below read, in the order the kernel prints them. */
+enum { KEY_TGID, KEY_PPID, KEY_UID, KEY_GID, KEY_GROUPS, _KEY_MAX };
+static const struct {
+        const char *name;
         size_t len;
-        char buf[96], *end;
-        long a, b = -1;
-        int r;
+} status_keys[_KEY_MAX] = {
+        [KEY_TGID] = { "Tgid", 4 }, [KEY_PPID] = { "PPid", 4 }, [KEY_UID] = { "Uid", 3 },
+        [KEY_GID] = { "Gid", 3 },   [KEY_GROUPS] = { "Groups", 6 },
+};
 
-        r = tune_find_key(text, key, &v, &len);
-        if (r < 0)
-                return -EBADMSG;
-        if (len == 0 || len >= sizeof buf)
-                return -EBADMSG;
-        memcpy(buf, v, len);
-        buf[len] = 0;
-        errno = 0;
-        a = strtol(buf, &end, 10);
-        if (errno || end == buf || a < 0 || a > max)
-                return -EBADMSG;
-        if (ret_second) {
-                char *p = end;
-                b = strtol(p, &end, 10);
-                if (errno || end == p || b < 0 || b > max)
-                        return -EBADMSG;
+/* Where each wanted key's value starts and how long it is (as tune_find_key() gives it:
+ * the first line with that key, blanks around the value trimmed); NULL when absent. */
+typedef struct status_index {
+        const char *value[_KEY_MAX];
+        size_t len[_KEY_MAX];
+} status_index;
+
+/* One pass over the lines for every wanted key (1 << KEY_*), stopping once all are found:
+ * they are among the first dozen lines, and a search per key went over them again each. */
+static void status_index_find(const char *text, unsigned want, status_index *ret) {
+        *ret = (status_index) {};
+        for (const char *line = text; *line && want;) {
+                const char *p = line, *eol;
+                int k = -1;
+
+                while (*p == ' ' || *p == '\t')
+                        p++;
+                switch (*p) {
+                case 'T': k = KEY_TGID; break;
+                case 'P': k = KEY_PPID; break;
+                case 'U': k = KEY_UID; break;
+                case 'G': k = p[1] == 'r' ? KEY_GROUPS : KEY_GID; break;
+                }
+                if (k >= 0 && (want & (1u << k)) && strncmp(p, status_keys[k].name, status_keys[k].len) == 0 &&
+                    tune_key_value(p, status_keys[k].len, &ret->value[k], &ret->len[k]) >= 0)
+                        want &= ~(1u << k);
+                eol = strchr(p, '\n');
+                if (!eol)
+                        break;
+                line = eol + 1;
         }
-        *ret_first = a;
-        if (ret_second)
-                *ret_second = b;
+}
+
+/* What strtol(s, &end, 10) makes of the text from *p to lim (as if a NUL were at lim) in
+ * the C locale, taken only when it converts something without overflow and is 0..max;
+ * advances *p past it. By hand: four numbers per status parse, and strtol's generality
+ * (any base, the locale) was a fifth of the parse. */
+static int parse_decimal(const char **p, const char *lim, long max, long *ret) {
+        const char *s = *p;
+        unsigned long v = 0;
+        bool neg = false, big = false;
+
+        while (s < lim && (*s == ' ' || (*s >= '\t' && *s <= '\r')))
+                s++;
+        if (s < lim && (*s == '+' || *s == '-'))
+                neg = *s++ == '-';
+        if (s >= lim || *s < '0' || *s > '9')
+                return -EBADMSG; /* nothing converted */
+        for (; s < lim && *s >= '0' && *s <= '9'; s++) {
+                unsigned d = (unsigned) (*s - '0');
+                if (v > ((unsigned long) LONG_MAX - d) / 10)
+                        big = true; /* strtol: ERANGE */
+                else
+                        v = v * 10 + d;
+        }
+        if (big || (neg && v > 0) || v > (unsigned long) max)
+                return -EBADMSG; /* past a long, or negative, or past max */
+        *p = s;
+        *ret = (long) v;
         return 0;
 }
 
-int tune_parse_proc_status(const char *text, tune_proc_status *ret) {
+static int parse_id_field(const status_index *idx, int key, long max, long *ret_first, long *ret_second) {
+        const char *v = idx->value[key];
+        size_t len = idx->len[key];
+        const char *lim = v + len;
+        int r;
+
+        /* The value's length bound of the copy strtol once read from. */
+        if (!v || len == 0 || len >= 96)
+                return -EBADMSG;
+        r = parse_decimal(&v, lim, max, ret_first);
+        if (r >= 0 && ret_second)
+                r = parse_decimal(&v, lim, max, ret_second);
+        return r;
+}
+
+static int status_from_index(const status_index *idx, tune_proc_status *ret) {
         long tgid, ppid, ruid, euid;
         int r;
 
-        if (!text || !ret)
-                return -EINVAL;
-        r = parse_id_field(text, "Tgid", INT_MAX, &tgid, NULL);
+        r = parse_id_field(idx, KEY_TGID, INT_MAX, &tgid, NULL);
         if (r < 0)
                 return r;
-        r = parse_id_field(text, "PPid", INT_MAX, &ppid, NULL);
+        r = parse_id_field(idx, KEY_PPID, INT_MAX, &ppid, NULL);
         if (r < 0)
                 return r;
-        r = parse_id_field(text, "Uid", (long) UINT32_MAX - 1, &ruid, &euid);
+        r = parse_id_field(idx, KEY_UID, (long) UINT32_MAX - 1, &ruid, &euid);
         if (r < 0)
                 return r;
         *ret = (tune_proc_status){
@@ -172,6 +227,15 @@ int tune_parse_proc_status(const char *text, tune_proc_status *ret) {
                 .euid = (uid_t) euid,
         };
         return 0;
+}
+
+int tune_parse_proc_status(const char *text, tune_proc_status *ret) {
+        status_index idx;
+
+        if (!text || !ret)
+                return -EINVAL;
+        status_index_find(text, 1u << KEY_TGID | 1u << KEY_PPID | 1u << KEY_UID, &idx);
+        return status_from_index(&idx, ret);
 }
 
 int tune_parse_proc_cgroup(const char *text, char **ret) {
@@ -281,14 +345,6 @@ void tune_escape(const char *s, char *buf, size_t size) {
         buf[o < size ? o : size - 1] = 0;
 }
 
-/* The value of a status line (tune_find_key()), or NULL. */
-static const char *status_field(const char *text, const char *key) {
-        const char *v;
-        size_t len;
-
-        return tune_find_key(text, key, &v, &len) >= 0 ? v : NULL;
-}
-
 /* Up to n whitespace-separated ids of one line. Returns how many, or -EBADMSG. */
 static int parse_ids(const char *p, unsigned long *ids, unsigned n, bool *ret_truncated) {
         unsigned got = 0;
@@ -319,17 +375,12 @@ static int parse_ids(const char *p, unsigned long *ids, unsigned n, bool *ret_tr
         }
 }
 
-int tune_parse_creds(const char *text, tune_creds *ret) {
+static int creds_from_index(const status_index *idx, tune_creds *ret) {
         unsigned long uids[4], gids[4], groups[TUNE_CREDS_GROUPS_MAX];
-        const char *u, *g, *gr;
+        const char *u = idx->value[KEY_UID], *g = idx->value[KEY_GID], *gr = idx->value[KEY_GROUPS];
         bool truncated;
         int nu, ng, ngr = 0;
 
-        if (!text || !ret)
-                return -EINVAL;
-        u = status_field(text, "Uid");
-        g = status_field(text, "Gid");
-        gr = status_field(text, "Groups");
         if (!u || !g)
                 return -EBADMSG;
         nu = parse_ids(u, uids, 4, &truncated);
@@ -346,6 +397,26 @@ int tune_parse_creds(const char *text, tune_creds *ret) {
         for (int i = 0; i < ngr; i++)
                 ret->groups[i] = (gid_t) groups[i];
         ret->n_groups = (unsigned) ngr;
+        return 0;
+}
+
+int tune_parse_creds(const char *text, tune_creds *ret) {
+        status_index idx;
+
+        if (!text || !ret)
+                return -EINVAL;
+        status_index_find(text, 1u << KEY_UID | 1u << KEY_GID | 1u << KEY_GROUPS, &idx);
+        return creds_from_index(&idx, ret);
+}
+
+int tune_parse_status_facts(const char *text, tune_status_facts *ret) {
+        status_index idx;
+
+        if (!text || !ret)
+                return -EINVAL;
+        status_index_find(text, (1u << _KEY_MAX) - 1, &idx);
+        ret->status_r = status_from_index(&idx, &ret->status);
+        ret->creds_r = creds_from_index(&idx, &ret->creds);
         return 0;
 }
 

@@ -46,9 +46,11 @@ static char *put_id(char *p, const char *end, pid_t v) {
         return put(p, end, tune_format_decimal(digits, (uint64_t) v));
 }
 
-/* "/proc/PID[/task/TID]/FILE", built by hand: every process event reads a path or two,
- * and printf costs more than the rest of an unmatched exec's own work. */
-static int pid_path(char *buf, size_t size, pid_t pid, pid_t tid, const char *file) {
+/* Inline into each of this file's readers, its file name and tid known there: one body for
+ * all of them (and tune_proc_path()) cost an exe read, at every exec on the host, a dozen
+ * instructions more than the one each reader had when it was theirs alone. */
+static inline __attribute__((always_inline)) int pid_path(char *buf, size_t size, pid_t pid, pid_t tid,
+                                                          const char *file) {
         const char *end = buf + size - 1;
         char *p;
 
@@ -57,11 +59,16 @@ static int pid_path(char *buf, size_t size, pid_t pid, pid_t tid, const char *fi
         p = put_id(put(buf, end, "/proc/"), end, pid);
         if (tid > 0)
                 p = put_id(put(p, end, "/task/"), end, tid);
-        p = put(put(p, end, "/"), end, file);
+        if (file)
+                p = put(put(p, end, "/"), end, file);
         if (!p)
                 return -ENAMETOOLONG;
         *p = 0;
         return 0;
+}
+
+int tune_proc_path(char *buf, size_t size, pid_t pid, pid_t tid, const char *file) {
+        return pid_path(buf, size, pid, tid, file);
 }
 
 /* /proc/PID/file, at most max bytes of it: what each reader of one such file starts with. */
@@ -82,28 +89,41 @@ int tune_pidfd_exited(int pidfd) {
 }
 
 int tune_proc_read_stat(const tune_ctx *ctx, pid_t pid, tune_proc_stat *ret) {
-        _cleanup_free_ char *text = NULL;
+        /* Read at every exec: on the stack (at most 4096 bytes of it, as always). */
+        char path[64], text[4096 + 1];
         int r;
 
-        r = read_pid_file(ctx, pid, "stat", 4096, &text, NULL, NULL);
+        r = pid_path(path, sizeof path, pid, 0, "stat");
+        if (r < 0)
+                return r;
+        r = tune_read_prefix_into(ctx, path, text, sizeof text, NULL, NULL);
         if (r < 0)
                 return r;
         return tune_parse_proc_stat(text, ret);
 }
 
-int tune_proc_read_status_text(const tune_ctx *ctx, pid_t pid, char **ret) {
-        /* Bounded: status is a few KiB; Groups can be long, and what is cut is not used. */
-        return read_pid_file(ctx, pid, "status", TUNE_STATUS_MAX, ret, NULL, NULL);
+/* /proc/PID/status into buf, NUL-terminated: at most TUNE_STATUS_MAX bytes (it is a few
+ * KiB; Groups can be long, and what is cut is not used). On the stack, not the heap: read
+ * at every match with a user criterion, and only parsed. */
+static int read_status(const tune_ctx *ctx, pid_t pid, char buf[static TUNE_STATUS_MAX + 1]) {
+        char path[64];
+        int r = pid_path(path, sizeof path, pid, 0, "status");
+
+        return r < 0 ? r : tune_read_prefix_into(ctx, path, buf, TUNE_STATUS_MAX + 1, NULL, NULL);
+}
+
+int tune_proc_read_status_facts(const tune_ctx *ctx, pid_t pid, tune_status_facts *ret) {
+        char text[TUNE_STATUS_MAX + 1];
+        int r = read_status(ctx, pid, text);
+
+        return r < 0 ? r : tune_parse_status_facts(text, ret);
 }
 
 int tune_proc_read_status(const tune_ctx *ctx, pid_t pid, tune_proc_status *ret) {
-        _cleanup_free_ char *text = NULL;
-        int r;
+        char text[TUNE_STATUS_MAX + 1];
+        int r = read_status(ctx, pid, text);
 
-        r = tune_proc_read_status_text(ctx, pid, &text);
-        if (r < 0)
-                return r;
-        return tune_parse_proc_status(text, ret);
+        return r < 0 ? r : tune_parse_proc_status(text, ret);
 }
 
 int tune_proc_read_children(const tune_ctx *ctx, pid_t pid, pid_t *ret, size_t max, size_t *ret_n) {
@@ -127,13 +147,10 @@ int tune_proc_read_children(const tune_ctx *ctx, pid_t pid, pid_t *ret, size_t m
 }
 
 int tune_proc_read_creds(const tune_ctx *ctx, pid_t pid, tune_creds *ret) {
-        _cleanup_free_ char *text = NULL;
-        int r;
+        char text[TUNE_STATUS_MAX + 1];
+        int r = read_status(ctx, pid, text);
 
-        r = tune_proc_read_status_text(ctx, pid, &text);
-        if (r < 0)
-                return r;
-        return tune_parse_creds(text, ret);
+        return r < 0 ? r : tune_parse_creds(text, ret);
 }
 
 int tune_proc_read_comm(const tune_ctx *ctx, pid_t pid, pid_t tid, char ret[static TUNE_COMM_MAX]) {

@@ -26,7 +26,7 @@ int tune_affinity_originals_copy(tune_affinity_originals *dst, const tune_affini
         int r = 0;
 
         if (src->n > 0) {
-                j.entries = calloc(src->n, sizeof *j.entries);
+                j.entries = tune_alloc0(src->n, sizeof *j.entries);
                 if (!j.entries)
                         return -ENOMEM;
                 j.cap = src->n;
@@ -83,9 +83,7 @@ static void put_set(tune_text *t, const tune_cpuset *set) {
 
         tune_text_put(t, "\"", 1);
         for (int cpu = tune_cpuset_next(set, 0); cpu >= 0;) {
-                int last = cpu;
-                while (tune_cpuset_has(set, (unsigned) last + 1))
-                        last++;
+                int last = (int) tune_cpuset_next_absent(set, (unsigned) cpu + 1) - 1;
                 if (!first)
                         tune_text_put(t, ",", 1);
                 tune_text_put_u64(t, (uint64_t) cpu);
@@ -194,7 +192,7 @@ static int parse_object(json_object *o, tune_affinity_record *rec) {
                 return -EBADMSG;
         n = json_object_array_length(threads);
         if (n > 0) {
-                rec->originals.entries = calloc(n, sizeof(tune_affinity_entry));
+                rec->originals.entries = tune_alloc0(n, sizeof(tune_affinity_entry));
                 if (!rec->originals.entries)
                         return -ENOMEM;
                 rec->originals.cap = (unsigned) n;

@@ -41,8 +41,9 @@ static int kernel_get(void *userdata, pid_t tid, tune_cpuset *ret) {
         r = tune_cpuset_add(ret, (unsigned) ((last - 1) * BITS + (BITS - 1) - (unsigned) __builtin_clzl(words[last - 1])));
         if (r < 0)
                 return r;
+        uint64_t *set = tune_cpuset_words_mut(ret);
         for (size_t i = 0; i < last; i++)
-                ret->words[i * BITS / 64] |= (uint64_t) words[i] << (i * BITS % 64);
+                set[i * BITS / 64] |= (uint64_t) words[i] << (i * BITS % 64);
         return 0;
 }
 
@@ -52,11 +53,12 @@ static int kernel_set(void *userdata, pid_t tid, const tune_cpuset *cpus) {
          * over its CPUs. A mask shorter than the kernel's is zero-extended by it. */
         enum { BITS = 8 * sizeof(unsigned long), PER_WORD = 64 / BITS };
         unsigned long words[TUNE_CPU_MAX / BITS];
+        const uint64_t *set = tune_cpuset_words(cpus);
         size_t n = 0;
 
         for (unsigned i = 0; i < cpus->n_words && i < TUNE_CPU_MAX / 64; i++)
                 for (unsigned k = 0; k < PER_WORD; k++) {
-                        words[i * PER_WORD + k] = (unsigned long) (cpus->words[i] >> (k * BITS % 64));
+                        words[i * PER_WORD + k] = (unsigned long) (set[i] >> (k * BITS % 64));
                         if (words[i * PER_WORD + k])
                                 n = i * PER_WORD + k + 1;
                 }
@@ -241,7 +243,9 @@ static int read_start_time(const tune_ctx *ctx, pid_t pid, uint64_t *ret) {
         const char *p;
         int r;
 
-        r = tune_path(path, sizeof path, "/proc/%d/stat", (int) pid);
+        if (pid <= 0)
+                return -ESRCH; /* no /proc/PID of it, as for a process gone */
+        r = tune_proc_path(path, sizeof path, pid, 0, "stat");
         if (r < 0)
                 return r;
         r = tune_read_file(ctx, path, 4096, &text, NULL);
@@ -291,7 +295,7 @@ static int open_thread_dir(const tune_ctx *ctx, pid_t pid, pid_t tid) {
         char path[64];
         int r, fd;
 
-        r = tune_path(path, sizeof path, "/proc/%d/task/%d", (int) pid, (int) tid);
+        r = tune_proc_path(path, sizeof path, pid, tid, NULL);
         if (r < 0)
                 return r;
         fd = tune_open(ctx, path, O_RDONLY | O_DIRECTORY, 0);

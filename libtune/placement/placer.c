@@ -187,7 +187,7 @@ int tune_placer_new(const tune_topology *t, const tune_plan_params *params, tune
 
         if (!t || !ret)
                 return -EINVAL;
-        p = calloc(1, sizeof *p);
+        p = tune_alloc0(1, sizeof *p);
         if (!p)
                 return -ENOMEM;
         p->t = t;
@@ -252,7 +252,7 @@ static tune_plan_request entry_request(const placer_entry *e) {
 /* Every entry's request, in entry order; last_planned: with the previous plan its last
  * planning was given (tune_placer_explain()), not its current one. NULL: out of memory. */
 static tune_plan_request *placer_requests(const tune_placer *p, bool last_planned) {
-        tune_plan_request *reqs = calloc(p->n ? p->n : 1, sizeof *reqs);
+        tune_plan_request *reqs = tune_alloc0(p->n ? p->n : 1, sizeof *reqs);
 
         for (unsigned i = 0; reqs && i < p->n; i++) {
                 const placer_entry *e = p->entries[i];
@@ -319,9 +319,9 @@ static int placer_replan(tune_placer *p, const tune_topology *t, uint64_t skip_k
         int r;
 
         reqs = placer_requests(p, false);
-        fills = calloc(t->n_nodes ? t->n_nodes : 1, sizeof *fills);
-        kept = calloc(t->n_nodes ? t->n_nodes : 1, sizeof *kept);
-        out = calloc(p->n ? p->n : 1, sizeof *out);
+        fills = tune_alloc0(t->n_nodes ? t->n_nodes : 1, sizeof *fills);
+        kept = tune_alloc0(t->n_nodes ? t->n_nodes : 1, sizeof *kept);
+        out = tune_alloc0(p->n ? p->n : 1, sizeof *out);
         if (!reqs || !fills || !kept || !out) {
                 free(out);
                 return -ENOMEM;
@@ -455,12 +455,12 @@ static int placer_replan_around(tune_placer *p, int must, bool *mark, uint64_t s
         /* One node, or one process: every coupled plan is in the component anyway. */
         if (p->params.replan_all || t->nodes_overlap || !mark || !p->fills || t->n_nodes <= 1 || p->n <= 1)
                 return placer_replan(p, t, skip_key, skip, ret_changed);
-        in = calloc(n, sizeof(bool));
-        joined = calloc(n, sizeof(bool));
-        idx = calloc(n, sizeof(unsigned));
-        reqs = calloc(n, sizeof *reqs);
-        fills = calloc(n_nodes, sizeof *fills);
-        planned = calloc(n_nodes, sizeof *planned);
+        in = tune_alloc0(n, sizeof(bool));
+        joined = tune_alloc0(n, sizeof(bool));
+        idx = tune_alloc0(n, sizeof(unsigned));
+        reqs = tune_alloc0(n, sizeof *reqs);
+        fills = tune_alloc0(n_nodes, sizeof *fills);
+        planned = tune_alloc0(n_nodes, sizeof *planned);
         if (!in || !joined || !idx || !reqs || !fills || !planned)
                 return -ENOMEM;
         for (;;) {
@@ -489,7 +489,7 @@ static int placer_replan_around(tune_placer *p, int must, bool *mark, uint64_t s
                         }
                 if (m == p->n)
                         return placer_replan(p, t, skip_key, skip, ret_changed);
-                out = calloc(m ? m : 1, sizeof *out);
+                out = tune_alloc0(m ? m : 1, sizeof *out);
                 if (!out)
                         return -ENOMEM;
                 placer_given_fills(p, idx, m, mark, fills);
@@ -524,7 +524,7 @@ static int placer_replan_around(tune_placer *p, int must, bool *mark, uint64_t s
 /* The nodes (by index in p's topology) e's plan takes part in dealing CPUs on, for
  * placer_replan_around(); NULL (re-plan everything) when out of memory. */
 static bool *entry_mark(const tune_placer *p, const placer_entry *e) {
-        bool *mark = calloc(p->t->n_nodes ? p->t->n_nodes : 1, sizeof(bool));
+        bool *mark = tune_alloc0(p->t->n_nodes ? p->t->n_nodes : 1, sizeof(bool));
 
         if (mark && e->placed && !e->plan.independent)
                 (void) plan_nodes(p->t, &e->plan, entry_cpuset(e), mark, false, true);
@@ -595,8 +595,8 @@ static int entry_fill(placer_entry *e, uint64_t key, const tune_policy_rule *rul
                 e->claim = *claim;
         if (n_accels == 0)
                 return 0;
-        e->accels = calloc(n_accels, sizeof(tune_accel));
-        e->accel_ptrs = calloc(n_accels, sizeof(tune_accel *));
+        e->accels = tune_alloc0(n_accels, sizeof(tune_accel));
+        e->accel_ptrs = tune_alloc0(n_accels, sizeof(tune_accel *));
         if (!e->accels || !e->accel_ptrs) {
                 entry_done(e);
                 return -ENOMEM;
@@ -816,7 +816,7 @@ int tune_placer_explain(const tune_placer *p, uint64_t key, tune_plan *ret) {
                 return 0;
         }
         reqs = placer_requests(p, true);
-        out = calloc(p->n, sizeof *out);
+        out = tune_alloc0(p->n, sizeof *out);
         if (!reqs || !out) {
                 tune_plan_done(&copy);
                 return -ENOMEM;

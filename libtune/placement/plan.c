@@ -66,7 +66,7 @@ int tune_plan_copy(tune_plan *dst, const tune_plan *src) {
                 if (tune_cpuset_copy(&c.role_cpus[i], &src->role_cpus[i]) < 0)
                         r = -ENOMEM;
         if (r == 0 && src->n_reasons > 0) {
-                c.reasons = calloc(src->n_reasons, sizeof(char *));
+                c.reasons = tune_alloc0(src->n_reasons, sizeof(char *));
                 if (!c.reasons)
                         r = -ENOMEM;
                 for (unsigned i = 0; r == 0 && i < src->n_reasons; i++) {
@@ -581,9 +581,9 @@ static int deal_home_cpus(plan_state *s, tune_claim_tier tier) {
         unsigned *ustart = ustart_small, *cursor = cursor_small;
 
         if (m > PLAN_SMALL_CLAIMS) {
-                homed = homed_heap = calloc(m, sizeof(homed_claim));
-                ustart = ustart_heap = calloc(m + 1, sizeof(unsigned));
-                cursor = cursor_heap = calloc(m, sizeof(unsigned));
+                homed = homed_heap = tune_alloc0(m, sizeof(homed_claim));
+                ustart = ustart_heap = tune_alloc0(m + 1, sizeof(unsigned));
+                cursor = cursor_heap = tune_alloc0(m, sizeof(unsigned));
                 if (!homed_heap || !ustart_heap || !cursor_heap)
                         return -ENOMEM;
         }
@@ -658,7 +658,7 @@ static unsigned *candidates_by_distance(const plan_state *s, const plan_claim *c
 
         o->heap = NULL;
         if (s->n_nodes > PLAN_SMALL_NODES) {
-                order = o->heap = calloc(s->n_nodes, sizeof(unsigned));
+                order = o->heap = tune_alloc0(s->n_nodes, sizeof(unsigned));
                 if (!order)
                         return NULL;
         }
@@ -796,7 +796,7 @@ static int ordered_pool(const plan_state *s, const plan_claim *c, int **ret, uns
         _cleanup_cpuset_ tune_cpuset seen = {}; /* overlapping firmware lists a CPU twice */
         unsigned n = 0, n_home = 0, total = tune_cpuset_count(&c->out->pool);
 
-        list = calloc(total ? total : 1, sizeof(int));
+        list = tune_alloc0(total ? total : 1, sizeof(int));
         order = candidates_by_distance(s, c, &held);
         if (!list || !order)
                 return -ENOMEM;
@@ -1141,8 +1141,8 @@ static int plan_state_init(plan_state *s, const tune_topology *t, const tune_pla
         s->t = t;
         s->params = params;
         s->n_nodes = t->n_nodes;
-        s->nodes = calloc(t->n_nodes ? t->n_nodes : 1, sizeof(plan_node));
-        s->claims = calloc(n ? n : 1, sizeof(plan_claim));
+        s->nodes = tune_alloc0(t->n_nodes ? t->n_nodes : 1, sizeof(plan_node));
+        s->claims = tune_alloc0(n ? n : 1, sizeof(plan_claim));
         if (!s->nodes || !s->claims)
                 return -ENOMEM;
         s->n_claims = n;
@@ -1180,7 +1180,7 @@ static int plan_state_init(plan_state *s, const tune_topology *t, const tune_pla
         size_t m = s->n_nodes ? s->n_nodes : 1;
         if (n > 0 && m > SIZE_MAX / n / (5 * sizeof(unsigned) + sizeof(bool)))
                 return -ENOMEM;
-        s->claim_arrays = calloc(n ? n : 1, m * (5 * sizeof(unsigned) + sizeof(bool)));
+        s->claim_arrays = tune_alloc0(n ? n : 1, m * (5 * sizeof(unsigned) + sizeof(bool)));
         if (!s->claim_arrays)
                 return -ENOMEM;
         unsigned *numbers = s->claim_arrays;

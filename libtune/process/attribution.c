@@ -93,7 +93,8 @@ static bool valid_name(const char *s) {
 /* The name among names that the entry s (elen bytes) is an assignment of, or NULL; cand:
  * the names starting with s's first byte, bit i for names[i], bit 63 for names[63] and
  * every one after it. */
-static const char *wanted_name(const char *const *names, unsigned n_names, uint64_t cand, const char *s, size_t elen) {
+static const char *wanted_name(const char *const *names, unsigned n_names, const tune_env_name_index *idx,
+                               uint64_t cand, const char *s, size_t elen) {
         for (; cand; cand &= cand - 1) {
                 unsigned i = (unsigned) __builtin_ctzll(cand);
                 unsigned last = i == 63 ? n_names : i + 1;
@@ -102,7 +103,7 @@ static const char *wanted_name(const char *const *names, unsigned n_names, uint6
                         break;
 
                 for (; i < last; i++) {
-                        size_t nl = strlen(names[i]);
+                        size_t nl = i < 63 ? idx->len[i] : strlen(names[i]);
                         if (i >= 63 && !valid_name(names[i])) /* bit 63 stands for every one of them */
                                 continue;
                         if (nl < elen && s[nl] == '=' && memcmp(s, names[i], nl) == 0)
@@ -114,6 +115,8 @@ static const char *wanted_name(const char *const *names, unsigned n_names, uint6
 
 void tune_env_name_index_build(tune_env_name_index *idx, const char *const *names, unsigned n_names) {
         memset(idx->first_byte, 0, sizeof idx->first_byte);
+        for (unsigned i = 0; i < n_names && i < 63; i++)
+                idx->len[i] = strlen(names[i]);
         for (unsigned i = 0; i < n_names; i++)
                 if (valid_name(names[i]))
                         idx->first_byte[(unsigned char) names[i][0]] |= UINT64_C(1) << (i < 63 ? i : 63);
@@ -143,7 +146,7 @@ int tune_env_capture_parse_indexed(const char *buf, size_t len, bool truncated, 
         if ((!buf && len > 0) || (!names && n_names > 0) || !idx || !ret)
                 return -EINVAL;
         if (n_names > 0) {
-                e.vars = calloc(n_names, sizeof *e.vars);
+                e.vars = tune_alloc0(n_names, sizeof *e.vars);
                 if (!e.vars)
                         return -ENOMEM;
         }
@@ -163,7 +166,7 @@ int tune_env_capture_parse_indexed(const char *buf, size_t len, bool truncated, 
                                 continue;
                         any_entry = true;
                 }
-                name = wanted_name(names, n_names, first_byte[(unsigned char) s[0]], s, elen);
+                name = wanted_name(names, n_names, idx, first_byte[(unsigned char) s[0]], s, elen);
                 if (!name || elen - strlen(name) - 1 > TUNE_ENV_VALUE_MAX || tune_env_capture_get(&e, name))
                         continue; /* not wanted, too long, or not its first occurrence (which wins) */
                 e.vars[e.n] = strndup(s, elen);

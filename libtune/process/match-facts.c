@@ -37,7 +37,6 @@ static void load_pair(tune_proc_facts *f, const tune_ctx *ctx) {
 
 int tune_proc_facts_load_from_proc(tune_proc_facts *f, tune_fact fact, void *userdata) {
         const tune_ctx *ctx = userdata;
-        tune_proc_status status;
         int r;
 
         /* The other of the two rides along where the caller said it will want it. */
@@ -62,14 +61,17 @@ int tune_proc_facts_load_from_proc(tune_proc_facts *f, tune_fact fact, void *use
                 r = tune_proc_read_cmdline(ctx, f->pid, &f->cmdline);
                 break;
         case TUNE_FACT_UID:
-                /* The text is kept: the claim's credentials come from the same read. */
+                /* Kept: the claim's credentials come from the same read. */
                 free(f->status);
-                f->status = NULL;
-                r = tune_proc_read_status_text(ctx, f->pid, &f->status);
+                f->status = malloc(sizeof *f->status);
+                r = f->status ? tune_proc_read_status_facts(ctx, f->pid, f->status) : -ENOMEM;
+                if (r < 0) {
+                        free(f->status);
+                        f->status = NULL;
+                } else
+                        r = f->status->status_r;
                 if (r >= 0)
-                        r = tune_parse_proc_status(f->status, &status);
-                if (r >= 0)
-                        f->uid = status.ruid;
+                        f->uid = f->status->status.ruid;
                 break;
         case TUNE_FACT_CGROUP:
                 free(f->cgroup);

@@ -17,7 +17,8 @@ void tune_proc_facts_done(tune_proc_facts *f) {
         free(f->cgroup);
         free(f->status);
         free(f->environ);
-        f->exe = f->cmdline = f->cgroup = f->status = f->environ = NULL;
+        f->exe = f->cmdline = f->cgroup = f->environ = NULL;
+        f->status = NULL;
         f->loaded = f->failed = f->gave_up = 0;
 }
 
