@@ -381,124 +381,108 @@ long proc_guard_run(ProcGuard *g, pid_t pid, unsigned timeout_ms, const char *wh
 
 /* ---- the slow reader of libtune (tune_read_slow()) ---- */
 
+/* One file, or two of one process (an exec's command line and environment: one hand-off,
+ * not two), read on one worker one after the other under one deadline. */
 typedef struct ReadJob {
-        char path[64];
-        char what[80]; /* "reading PATH" */
-        size_t max;
-        char *text;
-        size_t len;
-        bool truncated;
+        unsigned n;
+        struct {
+                char path[64];
+                size_t max;
+                char *text;
+                size_t len;
+                bool truncated;
+                int r;
+        } files[2];
+        char what[160]; /* "reading PATH[ and PATH]" */
 } ReadJob;
 
 static void read_job_free(void *userdata) {
         ReadJob *j = userdata;
 
-        free(j->text);
+        for (unsigned i = 0; i < j->n; i++)
+                free(j->files[i].text);
         free(j);
 }
 
 static long read_job_run(void *userdata, const tune_ctx *ctx) {
         ReadJob *j = userdata;
 
-        return tune_read_prefix(ctx, j->path, j->max, &j->text, &j->len, &j->truncated);
-}
-
-static int slow_read(void *userdata, const tune_ctx *ctx, pid_t pid, const char *path, size_t max, char **ret,
-                     size_t *ret_len, bool *ret_truncated) {
-        ProcGuard *g = userdata;
-        ReadJob *j;
-        bool done;
-        long r;
-
-        (void) ctx; /* the workers read through the guard's own */
-        j = tune_alloc0(1, sizeof *j);
-        if (!j)
-                return -ENOMEM;
-        if (strlen(path) >= sizeof j->path) {
-                free(j);
-                return -ENAMETOOLONG;
-        }
-        strcpy(j->path, path);
-        tune_concat(j->what, sizeof j->what, "reading ", path, NULL);
-        j->max = max;
-        r = proc_guard_run(g, pid, PROC_GUARD_READ_TIMEOUT_MS, j->what, NULL, read_job_run, read_job_free, j, &done);
-        if (!done)
-                return (int) r; /* j is the guard's */
-        if (r >= 0) {
-                *ret = TAKE_PTR(j->text);
-                if (ret_len)
-                        *ret_len = j->len;
-                if (ret_truncated)
-                        *ret_truncated = j->truncated;
-        }
-        read_job_free(j);
-        return (int) r;
-}
-
-/* Two files of one process on one worker, one after the other, under one deadline: an
- * exec's command line and environment cost one hand-off, not two. */
-typedef struct PairJob {
-        ReadJob files[2];
-        int r[2];
-} PairJob;
-
-static void pair_job_free(void *userdata) {
-        PairJob *j = userdata;
-
-        free(j->files[0].text);
-        free(j->files[1].text);
-        free(j);
-}
-
-static long pair_job_run(void *userdata, const tune_ctx *ctx) {
-        PairJob *j = userdata;
-
-        for (unsigned i = 0; i < 2; i++) {
-                ReadJob *f = &j->files[i];
-                j->r[i] = tune_read_prefix(ctx, f->path, f->max, &f->text, &f->len, &f->truncated);
-                if (j->r[i] < 0)
+        for (unsigned i = 0; i < j->n; i++) {
+                typeof(j->files[0]) *f = &j->files[i];
+                f->r = tune_read_prefix(ctx, f->path, f->max, &f->text, &f->len, &f->truncated);
+                if (f->r < 0)
                         f->text = NULL;
         }
         return 0;
 }
 
-static void slow_read_pair(void *userdata, const tune_ctx *ctx, pid_t pid, tune_slow_file files[static 2]) {
-        ProcGuard *g = userdata;
-        PairJob *j;
+/* Reads files[0..n) (n: 1 or 2) of pid on a worker: each file's result in its r, its text
+ * (the caller's to free) only where r is 0. */
+static void read_files(ProcGuard *g, pid_t pid, tune_slow_file *files, unsigned n) {
+        ReadJob *j;
         bool done;
         long r;
 
-        (void) ctx; /* the workers read through the guard's own */
-        for (unsigned i = 0; i < 2; i++)
+        for (unsigned i = 0; i < n; i++)
                 files[i].text = NULL;
-        j = calloc(1, sizeof *j);
-        if (!j) {
-                files[0].r = files[1].r = -ENOMEM;
-                return;
-        }
-        for (unsigned i = 0; i < 2; i++) {
-                if (strlen(files[i].path) >= sizeof j->files[i].path) {
-                        free(j);
-                        files[0].r = files[1].r = -ENAMETOOLONG;
-                        return;
+        j = tune_alloc0(1, sizeof *j);
+        if (!j)
+                r = -ENOMEM;
+        else {
+                j->n = n;
+                r = 0;
+                for (unsigned i = 0; i < n && r >= 0; i++) {
+                        if (strlen(files[i].path) >= sizeof j->files[i].path)
+                                r = -ENAMETOOLONG;
+                        else {
+                                strcpy(j->files[i].path, files[i].path);
+                                j->files[i].max = files[i].max;
+                        }
                 }
-                strcpy(j->files[i].path, files[i].path);
-                j->files[i].max = files[i].max;
+                if (r < 0)
+                        free(j);
         }
-        tune_concat(j->files[0].what, sizeof j->files[0].what, "reading ", files[0].path, " and environ", NULL);
-        r = proc_guard_run(g, pid, PROC_GUARD_READ_TIMEOUT_MS, j->files[0].what, NULL, pair_job_run, pair_job_free, j,
-                           &done);
-        if (!done) {
-                files[0].r = files[1].r = (int) r; /* j is the guard's */
+        if (r < 0) {
+                for (unsigned i = 0; i < n; i++)
+                        files[i].r = (int) r;
                 return;
         }
-        for (unsigned i = 0; i < 2; i++)
-                if ((files[i].r = j->r[i]) >= 0) {
+        tune_concat(j->what, sizeof j->what, "reading ", files[0].path, n > 1 ? " and " : "", n > 1 ? files[1].path : "",
+                    NULL);
+        r = proc_guard_run(g, pid, PROC_GUARD_READ_TIMEOUT_MS, j->what, NULL, read_job_run, read_job_free, j, &done);
+        if (!done) {
+                for (unsigned i = 0; i < n; i++)
+                        files[i].r = (int) r; /* j is the guard's */
+                return;
+        }
+        for (unsigned i = 0; i < n; i++)
+                if ((files[i].r = j->files[i].r) >= 0) {
                         files[i].text = TAKE_PTR(j->files[i].text);
                         files[i].len = j->files[i].len;
                         files[i].truncated = j->files[i].truncated;
                 }
-        pair_job_free(j);
+        read_job_free(j);
+}
+
+static int slow_read(void *userdata, const tune_ctx *ctx, pid_t pid, const char *path, size_t max, char **ret,
+                     size_t *ret_len, bool *ret_truncated) {
+        tune_slow_file file = { .path = path, .max = max };
+
+        (void) ctx; /* the workers read through the guard's own */
+        read_files(userdata, pid, &file, 1);
+        if (file.r < 0)
+                return file.r;
+        *ret = file.text;
+        if (ret_len)
+                *ret_len = file.len;
+        if (ret_truncated)
+                *ret_truncated = file.truncated;
+        return 0;
+}
+
+static void slow_read_pair(void *userdata, const tune_ctx *ctx, pid_t pid, tune_slow_file files[static 2]) {
+        (void) ctx; /* the workers read through the guard's own */
+        read_files(userdata, pid, files, 2);
 }
 
 void proc_guard_install(ProcGuard *g, tune_ctx *ctx) {
