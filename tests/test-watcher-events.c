@@ -703,6 +703,22 @@ static Entry *entry_of(world *t, pid_t pid) {
         return e;
 }
 
+/* A process as put_process() puts it, with its command line and an environment block. */
+static void put_with_environ(world *t, pid_t pid, uint64_t start_time, const char *comm, const char *exe,
+                             const char *cmdline, const char *env, size_t env_len) {
+        char rel[64], path[512];
+        FILE *f;
+
+        put_process(t, pid, start_time, comm, exe);
+        snprintf(rel, sizeof rel, "proc/%d/cmdline", pid);
+        put(t, rel, cmdline);
+        snprintf(path, sizeof path, "%s/proc/%d/environ", t->root, pid);
+        f = fopen(path, "we");
+        assert_non_null(f);
+        fwrite(env, 1, env_len, f);
+        fclose(f);
+}
+
 /* A reload that names a new variable to capture (a rule's rank_env): the first processes
  * exec'd after it have theirs captured. */
 static void test_reload_captures_new_env_name(void **state) {
@@ -712,15 +728,9 @@ static void test_reload_captures_new_env_name(void **state) {
                 " {\"name\": \"vllm\", \"match\": {\"comm\": \"vllm*\", \"user\": 1000},"
                 "  \"rank\": {\"from\": \"env\", \"env\": \"MY_SHARD_RANK\"}}"
                 "]}");
-        char path[512];
-        FILE *f;
+        static const char env[] = "PATH=/bin\0MY_SHARD_RANK=3\0";
 
-        put_process(t, 100, 1000, "vllm", "/usr/bin/python3");
-        snprintf(path, sizeof path, "%s/proc/100/environ", t->root);
-        f = fopen(path, "we");
-        assert_non_null(f);
-        fwrite("PATH=/bin\0MY_SHARD_RANK=3\0", 1, sizeof "PATH=/bin\0MY_SHARD_RANK=3\0" - 1, f);
-        fclose(f);
+        put_with_environ(t, 100, 1000, "vllm", "/usr/bin/python3", "vllm", env, sizeof env - 1);
         exec_event(t, 100);
         expect(t, "matched 100 vllm threads=1\n");
         assert_null(tune_env_capture_get(&entry_of(t, 100)->p.env, "MY_SHARD_RANK"));
@@ -738,22 +748,6 @@ static void test_reload_captures_new_env_name(void **state) {
  * hand-off to the slow reader (each one a wake-up on the way to the first pin), and
  * what it keeps of both is what the files say; a process no rule can keep costs no read
  * of its environment. */
-/* A process as put_process() puts it, with its command line and an environment block. */
-static void put_with_environ(world *t, pid_t pid, uint64_t start_time, const char *comm, const char *exe,
-                             const char *cmdline, const char *env, size_t env_len) {
-        char rel[64], path[512];
-        FILE *f;
-
-        put_process(t, pid, start_time, comm, exe);
-        snprintf(rel, sizeof rel, "proc/%d/cmdline", pid);
-        put(t, rel, cmdline);
-        snprintf(path, sizeof path, "%s/proc/%d/environ", t->root, pid);
-        f = fopen(path, "we");
-        assert_non_null(f);
-        fwrite(env, 1, env_len, f);
-        fclose(f);
-}
-
 /* An exec event, the callbacks it made, and its hand-offs to the slow reader: of two files
  * at once (pairs) and of one (singles). */
 static void exec_counting_reads(world *t, pid_t pid, const char *want, unsigned pairs, unsigned singles) {
