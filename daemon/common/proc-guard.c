@@ -3,6 +3,7 @@
  * workers that clean up after themselves, and processes backed off after a timeout. */
 #include <errno.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,9 @@ typedef struct Task {
         void *job;
         uid_t uid;
         long r;
+        /* Posted by the worker, under the lock, once r is set (and done): the caller
+         * waits on it alone, so neither side takes the lock on the way back. */
+        sem_t finished;
         bool done, abandoned;
 } Task;
 
@@ -43,7 +47,6 @@ typedef struct StuckUid {
 struct ProcGuard {
         pthread_mutex_t lock;
         pthread_cond_t work; /* a task queued, or closing */
-        pthread_cond_t done; /* a task done */
         tune_ctx *ctx;       /* the workers' own */
         Task *queue, **queue_tail;
         unsigned n_threads, n_busy, n_queued;
@@ -66,7 +69,6 @@ static uint64_t now_usec(void) {
 
 static void guard_destroy(ProcGuard *g) {
         pthread_cond_destroy(&g->work);
-        pthread_cond_destroy(&g->done);
         pthread_mutex_destroy(&g->lock);
         tune_ctx_free(g->ctx);
         free(g);
@@ -102,11 +104,16 @@ static void stuck_remove(ProcGuard *g, uid_t uid) {
 }
 
 /* Under the lock: a written-off task is nobody's but ours; drop it with its job. */
+static void task_free(Task *t) {
+        sem_destroy(&t->finished);
+        free(t);
+}
+
 static void task_drop(ProcGuard *g, Task *t) {
         stuck_remove(g, t->uid);
         if (t->free_job)
                 t->free_job(t->job);
-        free(t);
+        task_free(t);
 }
 
 static void *worker(void *userdata) {
@@ -142,9 +149,12 @@ static void *worker(void *userdata) {
                 if (t->abandoned)
                         task_drop(g, t); /* the caller gave up on it: nobody wants the result */
                 else {
+                        /* Under the lock: a caller whose deadline just passed reads done
+                         * under it, and frees t once it sees it set. After the post, t is
+                         * the caller's. */
                         t->r = r;
                         t->done = true;
-                        pthread_cond_broadcast(&g->done);
+                        sem_post(&t->finished);
                 }
         }
         g->n_threads--;
@@ -181,7 +191,6 @@ static int start_worker(ProcGuard *g) {
 
 int proc_guard_new(const tune_ctx *ctx, ProcGuard **ret) {
         ProcGuard *g;
-        pthread_condattr_t ca;
         int r;
 
         g = tune_alloc0(1, sizeof *g);
@@ -194,11 +203,6 @@ int proc_guard_new(const tune_ctx *ctx, ProcGuard **ret) {
         }
         pthread_mutex_init(&g->lock, NULL);
         pthread_cond_init(&g->work, NULL);
-        /* The deadline is on the monotonic clock: a clock set back must not stretch it. */
-        pthread_condattr_init(&ca);
-        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-        pthread_cond_init(&g->done, &ca);
-        pthread_condattr_destroy(&ca);
         g->queue_tail = &g->queue;
         g->note = "counted as unreadable (a rule that needs it does not match), not read again for 1 s, "
                   "then 30 s after another timeout";
@@ -324,6 +328,7 @@ long proc_guard_run(ProcGuard *g, pid_t pid, unsigned timeout_ms, const char *wh
         if (!t)
                 return not_run(free_job, job, -ENOMEM);
         *t = (Task) { .fn = fn, .free_job = free_job, .job = job };
+        sem_init(&t->finished, 0, 0);
 
         pthread_mutex_lock(&g->lock);
         /* The usual case, no worker written off, needs no uid. */
@@ -333,7 +338,7 @@ long proc_guard_run(ProcGuard *g, pid_t pid, unsigned timeout_ms, const char *wh
         if (s && s->n >= PROC_GUARD_STUCK_PER_UID) {
                 unsigned n = s->n;
                 pthread_mutex_unlock(&g->lock);
-                free(t);
+                task_free(t);
                 log_debug("pid %d: %u reads of uid %u's processes are stuck, not reading %s.", pid, n,
                           (unsigned) uid, what);
                 return not_run(free_job, job, -EBUSY);
@@ -342,7 +347,7 @@ long proc_guard_run(ProcGuard *g, pid_t pid, unsigned timeout_ms, const char *wh
                 r = g->n_threads < PROC_GUARD_WORKERS ? start_worker(g) : -EBUSY;
                 if (r < 0) {
                         pthread_mutex_unlock(&g->lock);
-                        free(t);
+                        task_free(t);
                         log_debug_errno((int) r, "pid %d: no worker to read %s: %m", pid, what);
                         return not_run(free_job, job, r);
                 }
@@ -350,8 +355,13 @@ long proc_guard_run(ProcGuard *g, pid_t pid, unsigned timeout_ms, const char *wh
         *g->queue_tail = t;
         g->queue_tail = &t->next;
         g->n_queued++;
+        pthread_mutex_unlock(&g->lock);
+        /* After the unlock: the worker it wakes takes the lock at once rather than waking
+         * into our hold of it (a wake-up and a wait more per hand-off). A worker that has
+         * not gone to sleep yet sees the queue before it would. */
         pthread_cond_signal(&g->work);
 
+        /* The deadline is on the monotonic clock: a clock set back must not stretch it. */
         clock_gettime(CLOCK_MONOTONIC, &deadline);
         deadline.tv_sec += timeout_ms / 1000;
         deadline.tv_nsec += (long) (timeout_ms % 1000) * 1000000L;
@@ -359,22 +369,28 @@ long proc_guard_run(ProcGuard *g, pid_t pid, unsigned timeout_ms, const char *wh
                 deadline.tv_sec++;
                 deadline.tv_nsec -= 1000000000L;
         }
-        while (!t->done)
-                if (pthread_cond_timedwait(&g->done, &g->lock, &deadline) == ETIMEDOUT)
-                        break;
-        if (!t->done) {
-                /* Written off: the worker frees the task and the job when fn returns. A
-                 * task still queued counts too: a worker is on its way to it. */
-                t->abandoned = true;
-                t->uid = uid_known ? uid : uid_of(g, pid);
-                stuck_add(g, t->uid);
+        int w;
+        do
+                w = sem_clockwait(&t->finished, CLOCK_MONOTONIC, &deadline);
+        while (w < 0 && errno == EINTR);
+        if (w < 0) {
+                pthread_mutex_lock(&g->lock);
+                if (!t->done) {
+                        /* Written off: the worker frees the task and the job when fn
+                         * returns. A task still queued counts too: a worker is on its way
+                         * to it. */
+                        t->abandoned = true;
+                        t->uid = uid_known ? uid : uid_of(g, pid);
+                        stuck_add(g, t->uid);
+                        pthread_mutex_unlock(&g->lock);
+                        back_off(g, pid, timeout_ms, what, note);
+                        return -ETIMEDOUT;
+                }
+                /* Done between the deadline and the lock: taken as in time. */
                 pthread_mutex_unlock(&g->lock);
-                back_off(g, pid, timeout_ms, what, note);
-                return -ETIMEDOUT;
         }
-        pthread_mutex_unlock(&g->lock);
         r = t->r;
-        free(t);
+        task_free(t);
         *ret_done = true;
         return r;
 }
