@@ -441,6 +441,46 @@ static void test_story(void **state) {
         assert_false(record_exists(t));
 }
 
+/* What it was attributed from is kept once the events in hand are handled (the loop's
+ * next turn), not on the way to its threads' pins; gone with it when it exits first; kept
+ * at once when the daemon stops first (a restart's worth). */
+static void test_attribution_after_batch(void **state) {
+        world *t = *state;
+        char name[64];
+
+        snprintf(name, sizeof name, "attribution-%d", PID);
+        put_process(t);
+        fake_event_exec(t->w, PID);
+        assert_non_null(watcher_find(t->w, PID));
+        assert_role(t, PID, TUNE_ROLE_CONTROL);
+        assert_false(state_file_exists(t, name));
+        assert_true(sd_event_run(t->event, 0) > 0);
+        assert_true(state_file_exists(t, name));
+
+        /* It exits: its file goes. */
+        drop(t, PID);
+        fake_event_exit(t->w, PID, PID);
+        assert_false(state_file_exists(t, name));
+
+        /* Again, and it exits before the loop comes to it: nothing is written. */
+        put_process(t);
+        fake_event_exec(t->w, PID);
+        assert_non_null(watcher_find(t->w, PID));
+        drop(t, PID);
+        fake_event_exit(t->w, PID, PID);
+        while (sd_event_run(t->event, 0) > 0)
+                ;
+        assert_false(state_file_exists(t, name));
+
+        /* Again, and the daemon stops before the loop comes to it: kept now. */
+        put_process(t);
+        fake_event_exec(t->w, PID);
+        assert_non_null(watcher_find(t->w, PID));
+        assert_false(state_file_exists(t, name));
+        watcher_release_all(t->w);
+        assert_true(state_file_exists(t, name));
+}
+
 /* The daemon stops while the process runs: every thread gets its original back (the one
  * it had before the first pin), and the record goes with it. */
 static void test_restore_on_stop(void **state) {
@@ -489,6 +529,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_story, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_restore_on_stop, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_attribution_after_batch, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_memory, setup_memory, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,7 +3,10 @@
  * (daemon/state/attribution-store.h) so that a restarted daemon attributes it the same
  * way: written at its match and when its environment or accelerators change, removed when
  * it goes, kept when the daemon stops. */
+#include <stdlib.h>
 #include <unistd.h>
+
+#include <systemd/sd-event.h>
 
 #include "attribution-store.h"
 #include "log.h"
@@ -34,6 +37,66 @@ void attribution_keep(Placement *p, const managed_process *mp) {
                 return;
         }
         pp->attribution_kept = true;
+}
+
+static int on_attribution_due(sd_event_source *s, void *userdata) {
+        Placement *p = userdata;
+        size_t n = p->n_attribution_due;
+
+        /* attribution_keep() defers nothing: the list cannot grow while it is walked. */
+        p->n_attribution_due = 0;
+        for (size_t i = 0; i < n; i++) {
+                managed_process *mp = placement_find_process(p, p->attribution_due[i]);
+                placed_process *pp = mp ? mp->userdata : NULL;
+
+                /* Gone meanwhile: it had nothing kept, and there is nothing to keep. */
+                if (!pp || !pp->attribution_due)
+                        continue;
+                pp->attribution_due = false;
+                attribution_keep(p, mp);
+        }
+        return 0;
+}
+
+void attribution_keep_soon(Placement *p, managed_process *mp) {
+        placed_process *pp = mp->userdata;
+        int r;
+
+        if (!pp || pp->attribution_due)
+                return;
+        if (!p->event)
+                goto now;
+        if (p->n_attribution_due == p->size_attribution_due) {
+                size_t size = p->size_attribution_due ? 2 * p->size_attribution_due : 16;
+                uint64_t *keys = reallocarray(p->attribution_due, size, sizeof *keys);
+                if (!keys)
+                        goto now;
+                p->attribution_due = keys;
+                p->size_attribution_due = size;
+        }
+        if (!p->attribution_source) {
+                r = sd_event_add_defer(p->event, &p->attribution_source, on_attribution_due, p);
+                if (r < 0)
+                        goto now;
+                /* Below the process connector's: events already queued come first. */
+                (void) sd_event_source_set_priority(p->attribution_source, SD_EVENT_PRIORITY_NORMAL + 1);
+                (void) sd_event_source_set_description(p->attribution_source, "attribution-keep");
+        }
+        r = sd_event_source_set_enabled(p->attribution_source, SD_EVENT_ONESHOT);
+        if (r < 0)
+                goto now;
+        p->attribution_due[p->n_attribution_due++] = pp->key;
+        pp->attribution_due = true;
+        return;
+now:
+        attribution_keep(p, mp);
+}
+
+void attribution_soon_done(Placement *p) {
+        p->attribution_source = sd_event_source_disable_unref(p->attribution_source);
+        free(p->attribution_due);
+        p->attribution_due = NULL;
+        p->n_attribution_due = p->size_attribution_due = 0;
 }
 
 void attribution_forget(Placement *p, placed_process *pp) {

@@ -57,6 +57,11 @@ struct Placement {
         placement_stats stats;
         uint64_t last_set_ns;   /* CLOCK_MONOTONIC of the last sched_setaffinity */
         reaction_stats reactions;
+        /* Keys of the processes whose attribution is kept once the events in hand are
+         * handled (attribution_keep_soon()), and the source that does it. */
+        uint64_t *attribution_due;
+        size_t n_attribution_due, size_attribution_due;
+        sd_event_source *attribution_source;
 };
 
 /* Per managed process: managed_process.userdata. */
@@ -69,6 +74,7 @@ typedef struct placed_process {
         tune_affinity_record record;
         bool recorded;
         bool attribution_kept;  /* STATE_DIR/attribution-PID holds what it was attributed from */
+        bool attribution_due;   /* in owner->attribution_due, to be kept after this batch of events */
         bool restore_on_stop;   /* the rule's, for the record */
         tune_affinity_backend backend; /* the owner's, recording before each set */
         sd_event_source *memory_timer; /* the settle delay, then migration steps */
@@ -127,6 +133,12 @@ void ready_drop(Placement *p);
 /* placement-attribution.c */
 /* Keep what mp was attributed from (its environment) for a restarted daemon. */
 void attribution_keep(Placement *p, const managed_process *mp);
+/* The same, once the process events already received are handled: its file is a restart's
+ * worth, and the threads whose events wait behind it are to be pinned first. At once when
+ * there is no event loop, or the deferral fails. */
+void attribution_keep_soon(Placement *p, managed_process *mp);
+/* Stop keeping anything later (the placement goes). */
+void attribution_soon_done(Placement *p);
 /* It went (not a stop): what was kept goes too. */
 void attribution_forget(Placement *p, placed_process *pp);
 

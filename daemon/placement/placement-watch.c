@@ -41,8 +41,9 @@ static void on_process_matched(Watcher *w, managed_process *mp, void *userdata) 
         reaction_end(p, REACTION_EXEC, mp->pid, before);
         if (pp->binder == BINDER_WATCHING && !p->dry_run)
                 watch_binding(p, pp, mp->rule->binding_watch_ms);
-        /* After its pin: a restart's worth, not on the way to it. */
-        attribution_keep(p, mp);
+        /* After its pin and its threads' (their events may be in hand already): a
+         * restart's worth, not on the way to it. */
+        attribution_keep_soon(p, mp);
 }
 
 static void on_process_changed(Watcher *w, managed_process *mp, unsigned changes, void *userdata) {
@@ -64,7 +65,7 @@ static void on_process_changed(Watcher *w, managed_process *mp, unsigned changes
         if (changes & WATCHER_CHANGE_EXEC)
                 reaction_end(p, REACTION_EXEC, mp->pid, before);
         if (changes & (WATCHER_CHANGE_RULE | WATCHER_CHANGE_ACCELS | WATCHER_CHANGE_EXEC))
-                attribution_keep(p, mp);
+                attribution_keep_soon(p, mp);
 }
 
 static void apply_one_thread(Placement *p, managed_process *mp, managed_thread *t) {
@@ -140,6 +141,11 @@ static void on_process_exit(Watcher *w, managed_process *mp, watcher_exit_reason
                 record_remove(p, pp);
         if (reason != WATCHER_EXIT_STOP)
                 attribution_forget(p, pp);
+        else if (pp->attribution_due) {
+                /* The daemon stops before it came to it: kept now, for the next start. */
+                pp->attribution_due = false;
+                attribution_keep(p, mp);
+        }
         event_process_released(p->events, mp, watcher_exit_reason_to_string(reason));
         placed_process_free(pp);
         mp->userdata = NULL;

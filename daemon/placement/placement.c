@@ -180,6 +180,7 @@ Placement *placement_free(Placement *p) {
                          handling);
         if (p->event)
                 process_cpuset_unwatch_mounts();
+        attribution_soon_done(p);
         tune_placer_free(p->placer);
         ready_drop(p);
         if (p->state_dfd >= 0)
