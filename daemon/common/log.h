@@ -19,8 +19,17 @@ int log_get_max_level(void);
 int log_level_from_string(const char *s);
 int log_internal(int level, int error, const char *file, int line, const char *fmt, ...) _printf_(5, 6);
 
-#define log_full_errno(level, error, ...) log_internal((level), (error), __FILE__, __LINE__, __VA_ARGS__)
-#define log_full(level, ...) (void) log_internal((level), 0, __FILE__, __LINE__, __VA_ARGS__)
+/* The level is compared here, before the call: a line below it (the debug lines of every
+ * event) costs that comparison, not a call with its arguments. As in systemd's log.h, the
+ * arguments of a line not written are not evaluated. */
+#define log_full_errno(level, error, ...)                                                             \
+        ({                                                                                            \
+                int _log_level_ = (level), _log_error_ = (error);                                     \
+                _log_level_ <= log_get_max_level()                                                    \
+                        ? log_internal(_log_level_, _log_error_, __FILE__, __LINE__, __VA_ARGS__)     \
+                        : (_log_error_ < 0 ? _log_error_ : -_log_error_);                             \
+        })
+#define log_full(level, ...) (void) log_full_errno((level), 0, __VA_ARGS__)
 
 #define log_debug(...) log_full(LOG_DEBUG, __VA_ARGS__)
 #define log_info(...) log_full(LOG_INFO, __VA_ARGS__)
