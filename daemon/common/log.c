@@ -87,7 +87,8 @@ static void log_write(int level, const char *file, int line, const char *text, s
                         prefix[0] = '<', prefix[1] = (char) ('0' + level), prefix[2] = '>';
                         iov[0].iov_len = 3;
                 } else
-                        iov[0].iov_len = strlen(tune_concat(prefix, sizeof prefix, "<", tune_format_signed(d, level), ">", NULL));
+                        iov[0].iov_len =
+                                strlen(tune_concat(prefix, sizeof prefix, "<", tune_format_signed(d, level), ">", NULL));
         } else {
                 iov[0] = (struct iovec){ .iov_base = (char *) "npu-tuned: ", .iov_len = sizeof "npu-tuned: " - 1 };
                 if (max_level >= LOG_DEBUG) {
@@ -157,8 +158,8 @@ static int log_struct_message(int level, const char *message_id, const log_field
         for (unsigned i = 0; fields && fields[i].name && i < MAX_FIELDS; i++)
                 iov[n++] = put_field(store, &o, fields[i].name, fields[i].value,
                                      fields[i].size ? MIN(fields[i].size, LOG_FIELD_MAX) : LOG_FIELD_MAX);
-        if (sd_journal_sendv(iov, n) < 0)
-                log_write(level, file, line, message + skip, len - skip); /* the journal socket is gone: the stream still works */
+        if (sd_journal_sendv(iov, n) < 0) /* the journal socket is gone: the stream still works */
+                log_write(level, file, line, message + skip, len - skip);
         return 0;
 }
 
@@ -166,11 +167,12 @@ static int log_struct_message(int level, const char *message_id, const log_field
 int log_struct_internal(int level, const char *message_id, const log_field *fields, const char *file, int line,
                         const char *fmt, ...) {
         const size_t skip = sizeof LOG_MESSAGE_FIELD - 1;
-        char message[sizeof LOG_MESSAGE_FIELD - 1 + LOG_MESSAGE_TEXT_MAX] = LOG_MESSAGE_FIELD;
+        char message[sizeof LOG_MESSAGE_FIELD - 1 + LOG_MESSAGE_TEXT_MAX];
         va_list ap;
 
         if (level > max_level)
                 return 0;
+        memcpy(message, LOG_MESSAGE_FIELD, skip); /* not an initializer: that zeroes all 2 k */
         va_start(ap, fmt);
         int n = vsnprintf(message + skip, LOG_MESSAGE_TEXT_MAX, fmt, ap);
         va_end(ap);

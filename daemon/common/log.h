@@ -44,10 +44,10 @@ int log_internal(int level, int error, const char *file, int line, const char *f
 #define log_error_errno(error, ...) log_full_errno(LOG_ERR, (error), __VA_ARGS__)
 #define log_oom() log_full_errno(LOG_ERR, ENOMEM, "Out of memory.")
 
-/* A journal field of an event: name with its '=' ("NPU_TUNED_PID="), then value, the two cut
- * together at size - 1 bytes as snprintf cuts (size at most LOG_FIELD_MAX; 0: that). A list of fields
- * ends with one whose name is NULL. They are put together only when the entry goes to the
- * journal: the stream's line is the message alone. */
+/* A journal field of an event: name with its '=' ("NPU_TUNED_PID="), then value, the two
+ * cut together at size - 1 bytes as snprintf cuts (size at most LOG_FIELD_MAX; 0: that). A
+ * list of fields ends with one whose name is NULL. They are put together only when the
+ * entry goes to the journal: the stream's line is the message alone. */
 #define LOG_FIELD_MAX 256
 typedef struct log_field {
         const char *name;
