@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* Each event: one log line (a structured journal entry under systemd), then the sink (the
  * D-Bus signal). The line is the event's only report, so the parts do not log it themselves. */
-#include <stdio.h>
-#include <string.h>
+#include <stdbool.h>
+#include <stdint.h>
 
 #include "events.h"
 #include "log.h"
@@ -12,56 +12,105 @@ static const char *or_none(const char *s) {
         return s && *s ? s : "-";
 }
 
-void event_process_placed(const event_sink *sink, const managed_process *mp, const tune_plan *pl, const char *container) {
-        _cleanup_free_ char *pool = NULL, *control = NULL, *compute = NULL, *mem = NULL, *accels = NULL;
-        char f_pid[32], f_rule[160], f_accel[256], f_container[192], origin[96], d[TUNE_DECIMAL_MAX + 1];
+/* s in the kernel's list format (as tune_cpuset_format_list() writes it), or none when s is
+ * empty: straight into the message, not through a string of its own. */
+static void put_cpus(log_message *m, const tune_cpuset *s, const char *none) {
+        char digits[TUNE_DECIMAL_MAX];
+        int cpu = tune_cpuset_next(s, 0);
 
-        (void) tune_attribution_format_accels(&mp->attribution, &accels);
-        tune_attribution_describe_source(&mp->attribution, &mp->env, origin, sizeof origin);
-        (void) tune_cpuset_format_list(&pl->pool, &pool);
-        (void) tune_cpuset_format_list(tune_plan_role_cpus(pl, TUNE_ROLE_CONTROL), &control);
-        (void) tune_cpuset_format_list(tune_plan_role_cpus(pl, TUNE_ROLE_COMPUTE), &compute);
-        (void) tune_cpuset_format_list(&pl->mem_nodes, &mem);
-        const char *pid = tune_format_signed(d, mp->pid);
-        tune_concat(f_pid, sizeof f_pid, "NPU_TUNED_PID=", pid, NULL);
-        tune_concat(f_rule, sizeof f_rule, "NPU_TUNED_RULE=", mp->rule->name, NULL);
-        tune_concat(f_accel, sizeof f_accel, "NPU_TUNED_ACCEL=", accels ? accels : "", NULL);
-        tune_concat(f_container, sizeof f_container, "NPU_TUNED_CONTAINER=", container ? container : "", NULL);
-        const char *const fields[] = { f_pid, f_rule, f_accel, container && *container ? f_container : NULL, NULL };
-        /* Made for every placed process: put together without printf. */
-        char text[2048];
-        bool in_container = container && *container;
-        tune_concat(text, sizeof text, "Placed pid ", pid, in_container ? " (" : "",
-                    in_container ? container : "", in_container ? ")" : "", " (rule \"", mp->rule->name,
-                    "\", accelerators ", or_none(accels), " ", origin, "): CPUs ", or_none(pool), ", control ",
-                    or_none(control), ", compute ", or_none(compute), ", memory ", mem && *mem ? mem : "left where it is",
-                    ".", NULL);
-        log_struct_text(LOG_INFO, NPU_MESSAGE_PROCESS_PLACED, fields, text);
+        if (cpu < 0)
+                log_message_put_str(m, none);
+        for (bool first = true; cpu >= 0; first = false) {
+                unsigned last = tune_cpuset_next_absent(s, (unsigned) cpu + 1) - 1;
+                if (!first)
+                        log_message_put_str(m, ",");
+                log_message_put_str(m, tune_format_decimal(digits, (uint64_t) cpu));
+                if (last > (unsigned) cpu) {
+                        log_message_put_str(m, "-");
+                        log_message_put_str(m, tune_format_decimal(digits, last));
+                }
+                cpu = tune_cpuset_next(s, last + 1);
+        }
+}
+
+/* Made for every placed process: put together without printf, only when the line is
+ * wanted, and its journal fields only when it goes to the journal (log.c). */
+void event_process_placed(const event_sink *sink, const managed_process *mp, const tune_plan *pl, const char *container) {
+        if (log_wants(LOG_INFO)) {
+                _cleanup_free_ char *accels = NULL;
+                char origin[96], d[TUNE_DECIMAL_MAX + 1];
+                bool in_container = container && *container;
+                log_message m;
+
+                (void) tune_attribution_format_accels(&mp->attribution, &accels);
+                tune_attribution_describe_source(&mp->attribution, &mp->env, origin, sizeof origin);
+                const char *pid = tune_format_signed(d, mp->pid);
+                const log_field fields[] = {
+                        { "NPU_TUNED_PID=", pid, 32 },
+                        { "NPU_TUNED_RULE=", mp->rule->name, 160 },
+                        { "NPU_TUNED_ACCEL=", accels, 256 },
+                        { in_container ? "NPU_TUNED_CONTAINER=" : NULL, container, 192 },
+                        {},
+                };
+                log_message_init(&m, 2048);
+                log_message_put_str(&m, "Placed pid ");
+                log_message_put_str(&m, pid);
+                if (in_container) {
+                        log_message_put_str(&m, " (");
+                        log_message_put_str(&m, container);
+                        log_message_put_str(&m, ")");
+                }
+                log_message_put_str(&m, " (rule \"");
+                log_message_put_str(&m, mp->rule->name);
+                log_message_put_str(&m, "\", accelerators ");
+                log_message_put_str(&m, or_none(accels));
+                log_message_put_str(&m, " ");
+                log_message_put_str(&m, origin);
+                log_message_put_str(&m, "): CPUs ");
+                put_cpus(&m, &pl->pool, "-");
+                log_message_put_str(&m, ", control ");
+                put_cpus(&m, tune_plan_role_cpus(pl, TUNE_ROLE_CONTROL), "-");
+                log_message_put_str(&m, ", compute ");
+                put_cpus(&m, tune_plan_role_cpus(pl, TUNE_ROLE_COMPUTE), "-");
+                log_message_put_str(&m, ", memory ");
+                put_cpus(&m, &pl->mem_nodes, "left where it is");
+                log_message_put_str(&m, ".");
+                log_struct_text(LOG_INFO, NPU_MESSAGE_PROCESS_PLACED, fields, &m);
+        }
         if (sink && sink->process_placed)
                 sink->process_placed(sink->userdata, mp, pl);
 }
 
 void event_process_released(const event_sink *sink, const managed_process *mp, const char *reason) {
-        char f_pid[32], f_rule[160], d[TUNE_DECIMAL_MAX + 1];
+        if (log_wants(LOG_INFO)) {
+                char d[TUNE_DECIMAL_MAX + 1];
+                log_message m;
 
-        const char *pid = tune_format_signed(d, mp->pid);
-        tune_concat(f_pid, sizeof f_pid, "NPU_TUNED_PID=", pid, NULL);
-        tune_concat(f_rule, sizeof f_rule, "NPU_TUNED_RULE=", mp->rule ? mp->rule->name : "", NULL);
-        const char *const fields[] = { f_pid, f_rule, NULL };
-        char text[1024];
-        tune_concat(text, sizeof text, "pid ", pid, " (rule \"",
-                    mp->rule ? mp->rule->name : "?", "\") is no longer managed (", reason, ").", NULL);
-        log_struct_text(LOG_INFO, NPU_MESSAGE_PROCESS_RELEASED, fields, text);
+                const char *pid = tune_format_signed(d, mp->pid);
+                const log_field fields[] = {
+                        { "NPU_TUNED_PID=", pid, 32 },
+                        { "NPU_TUNED_RULE=", mp->rule ? mp->rule->name : NULL, 160 },
+                        {},
+                };
+                log_message_init(&m, 1024);
+                log_message_put_str(&m, "pid ");
+                log_message_put_str(&m, pid);
+                log_message_put_str(&m, " (rule \"");
+                log_message_put_str(&m, mp->rule ? mp->rule->name : "?");
+                log_message_put_str(&m, "\") is no longer managed (");
+                if (reason) { /* (none: the text stops there, as it always did) */
+                        log_message_put_str(&m, reason);
+                        log_message_put_str(&m, ").");
+                }
+                log_struct_text(LOG_INFO, NPU_MESSAGE_PROCESS_RELEASED, fields, &m);
+        }
         if (sink && sink->process_released)
                 sink->process_released(sink->userdata, mp, reason);
 }
 
 void event_knob_changed(const event_sink *sink, const tune_knob_backend *backend, const char *id, const char *label,
                                 const char *path, const char *from, const char *to, bool restored) {
-        char f_knob[160];
-
-        snprintf(f_knob, sizeof f_knob, "NPU_TUNED_KNOB=%s", id);
-        const char *const fields[] = { f_knob, NULL };
+        const log_field fields[] = { { "NPU_TUNED_KNOB=", id, 160 }, {} };
         int level = backend && backend->kind == TUNE_KNOB_KIND_IRQ ? LOG_DEBUG : LOG_INFO;
         if (restored)
                 log_struct(level, NPU_MESSAGE_KNOB_APPLIED, fields, "%s: restored \"%s\".", id, to);
@@ -74,10 +123,7 @@ void event_knob_changed(const event_sink *sink, const tune_knob_backend *backend
 
 void event_knob_drift(const event_sink *sink, const char *id, const char *path, const char *expected, const char *found,
                               bool reassert) {
-        char f_knob[160];
-
-        snprintf(f_knob, sizeof f_knob, "NPU_TUNED_KNOB=%s", id);
-        const char *const fields[] = { f_knob, NULL };
+        const log_field fields[] = { { "NPU_TUNED_KNOB=", id, 160 }, {} };
         log_struct(LOG_NOTICE, NPU_MESSAGE_KNOB_CHANGED_BY_OTHER, fields,
                    "%s: changed by someone else to \"%s\" (npu-tuned set \"%s\")%s", id, found, expected,
                    reassert ? "; re-asserting (policy: reassert)."

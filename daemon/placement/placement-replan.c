@@ -7,7 +7,7 @@
 #include "log.h"
 #include "placement-internal.h"
 
-void log_placement(const Placement *p, const managed_process *mp, const tune_plan *pl, bool dry_run) {
+static void log_placement_words(const Placement *p, const managed_process *mp, const tune_plan *pl, bool dry_run) {
         _cleanup_free_ char *pool = NULL, *control = NULL, *compute = NULL, *mem = NULL, *accels = NULL;
         const placed_process *pp = mp->userdata;
         _cleanup_(tune_plan_done) tune_plan explained = {};
@@ -15,13 +15,11 @@ void log_placement(const Placement *p, const managed_process *mp, const tune_pla
 
         /* The placer plans without reasons (new_placer()): where this says them, plan
          * again with them. */
-        if (pl->no_reasons && (pl->action != TUNE_PLAN_PLACE || pl->cpuset_far || log_get_max_level() >= LOG_DEBUG) &&
+        if (pl->no_reasons && (pl->action != TUNE_PLAN_PLACE || pl->cpuset_far || log_wants(LOG_DEBUG)) &&
             tune_placer_explain(p->placer, pp->key, &explained) >= 0)
                 pl = &explained;
 
-        /* Placing for real says nothing here unless asked (the event reports it, events.c,
-         * once pinned): nothing to put into words for it. */
-        if (pl->action == TUNE_PLAN_PLACE && !dry_run && !pl->cpuset_far && log_get_max_level() < LOG_DEBUG)
+        if (pl->action == TUNE_PLAN_PLACE && !dry_run && !pl->cpuset_far && !log_wants(LOG_DEBUG))
                 return;
         (void) tune_attribution_format_accels(&mp->attribution, &accels);
         tune_attribution_describe_source(&mp->attribution, &mp->env, origin, sizeof origin);
@@ -48,6 +46,15 @@ void log_placement(const Placement *p, const managed_process *mp, const tune_pla
         if (pl->cpuset_far)
                 log_notice("pid %d%s: its cpuset has no CPU near its accelerator(s); placed inside it. %s", mp->pid, label,
                            pl->n_reasons > 0 ? "npu-tuned --explain PID says how to fix it." : "");
+}
+
+void log_placement(const Placement *p, const managed_process *mp, const tune_plan *pl, bool dry_run) {
+        /* Placing for real says nothing here unless asked (the event reports it, events.c,
+         * once pinned): nothing to put into words for it, nor a plan to explain or free;
+         * log_placement_words() asks again of the plan it explained. */
+        if (pl->action == TUNE_PLAN_PLACE && !dry_run && !pl->cpuset_far && !log_wants(LOG_DEBUG))
+                return;
+        log_placement_words(p, mp, pl, dry_run);
 }
 
 int refresh_cpuset(Placement *p, managed_process *mp, placed_process *pp) {
