@@ -94,6 +94,20 @@ static void test_reads(void **state) {
         assert_int_equal(v, 42);
         assert_int_equal(tune_read_int(ctx, "/sys/notint", &v), -EINVAL);
         assert_int_equal(tune_read_int(ctx, "/sys/empty", &v), -EINVAL);
+        /* The same rules into a caller's buffer; what does not fit is -EFBIG. */
+        char small[16];
+        assert_int_equal(tune_read_string_into(ctx, "/sys/a", small, sizeof small), 0);
+        assert_string_equal(small, "hello");
+        assert_int_equal(tune_read_string_into(ctx, "/sys/empty", small, sizeof small), 0);
+        assert_string_equal(small, "");
+        assert_int_equal(tune_read_string_into(ctx, "/sys/padded", small, sizeof small), 0);
+        assert_string_equal(small, "0-7");
+        assert_int_equal(tune_read_string_into(ctx, "/sys/hidden", small, sizeof small), -EBADMSG);
+        assert_int_equal(tune_read_string_into(ctx, "/sys/missing", small, sizeof small), -ENOENT);
+        assert_int_equal(tune_read_string_into(ctx, "/sys/big", small, sizeof small), -EFBIG);
+        assert_int_equal(tune_read_string_into(ctx, "/sys/a", small, 6), -EFBIG); /* "hello\n" */
+        assert_int_equal(tune_read_string_into(ctx, "/sys/a", small, 7), 0);
+        assert_string_equal(small, "hello");
         /* Paths with or without the leading slash mean the same file below the root. */
         assert_int_equal(tune_read_string(ctx, "sys/a", &s), 0);
         free(s);

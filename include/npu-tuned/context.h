@@ -55,6 +55,9 @@ int tune_read_prefix_into(const tune_ctx *ctx, const char *path, char *buf, size
                           bool *ret_truncated);
 /* Read the file and strip trailing whitespace/newlines. */
 int tune_read_string(const tune_ctx *ctx, const char *path, char **ret);
+/* The same into buf (a file that does not fit in size - 1 bytes: -EFBIG, buf undefined):
+ * for the small attribute files read at every placement, without the heap. */
+int tune_read_string_into(const tune_ctx *ctx, const char *path, char *buf, size_t size);
 int tune_read_int(const tune_ctx *ctx, const char *path, long *ret);
 /* The kernel's boot id below the root ("" when the tree has none): state files (the knob
  * journal, the affinity records) carry it to tell a previous run of this boot from one of

@@ -454,6 +454,23 @@ int tune_read_file(const tune_ctx *ctx, const char *path, size_t max, char **ret
         return 0;
 }
 
+/* Some kernels (and captures of them) pad attribute files with NUL bytes after the
+ * newline: accept padding, refuse text hidden behind a NUL; then the trailing whitespace
+ * goes. s[*len] is a NUL. */
+static int string_settle(char *s, size_t *len) {
+        char *nul = memchr(s, 0, *len);
+
+        if (nul) {
+                for (char *p = nul; p < s + *len; p++)
+                        if (*p && *p != '\n' && *p != ' ')
+                                return -EBADMSG;
+                *len = (size_t) (nul - s);
+        }
+        while (*len > 0 && (s[*len - 1] == '\n' || s[*len - 1] == ' ' || s[*len - 1] == '\t'))
+                s[--*len] = 0;
+        return 0;
+}
+
 int tune_read_string(const tune_ctx *ctx, const char *path, char **ret) {
         char *s;
         size_t len;
@@ -462,21 +479,26 @@ int tune_read_string(const tune_ctx *ctx, const char *path, char **ret) {
         r = tune_read_file(ctx, path, 0, &s, &len);
         if (r < 0)
                 return r;
-        /* Some kernels (and captures of them) pad attribute files with NUL bytes after
-         * the newline: accept padding, refuse text hidden behind a NUL. */
-        char *nul = memchr(s, 0, len);
-        if (nul) {
-                for (char *p = nul; p < s + len; p++)
-                        if (*p && *p != '\n' && *p != ' ') {
-                                free(s);
-                                return -EBADMSG;
-                        }
-                len = (size_t) (nul - s);
+        r = string_settle(s, &len);
+        if (r < 0) {
+                free(s);
+                return r;
         }
-        while (len > 0 && (s[len - 1] == '\n' || s[len - 1] == ' ' || s[len - 1] == '\t'))
-                s[--len] = 0;
         *ret = s;
         return 0;
+}
+
+int tune_read_string_into(const tune_ctx *ctx, const char *path, char *buf, size_t size) {
+        size_t len;
+        bool truncated;
+        int r;
+
+        r = tune_read_prefix_into(ctx, path, buf, size, &len, &truncated);
+        if (r < 0)
+                return r;
+        if (truncated)
+                return -EFBIG;
+        return string_settle(buf, &len);
 }
 
 int tune_read_int(const tune_ctx *ctx, const char *path, long *ret) {

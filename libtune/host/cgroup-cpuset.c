@@ -112,11 +112,20 @@ int tune_cgroup_parse_mounts(const char *text, char **ret_v2_dir, char **ret_v1_
 }
 
 static int read_list(const tune_ctx *ctx, const char *path, tune_cpuset *ret) {
+        /* Read twice at every placement: on the stack while it fits (a list of 4 k
+         * characters is some hundreds of CPUs cut up), the heap beyond. */
+        char buf[4096];
         _cleanup_free_ char *s = NULL;
-        int r = tune_read_string(ctx, path, &s);
+        int r = tune_read_string_into(ctx, path, buf, sizeof buf);
+        if (r == -EFBIG) {
+                r = tune_read_string(ctx, path, &s);
+                if (r < 0)
+                        return r;
+                return tune_cpuset_parse_list(ret, s);
+        }
         if (r < 0)
                 return r;
-        return tune_cpuset_parse_list(ret, s);
+        return tune_cpuset_parse_list(ret, buf);
 }
 
 /* The cpuset files of cgroup `rel` below mount `mnt`, walking up to the nearest ancestor
