@@ -78,8 +78,10 @@ void attribution_keep_soon(Placement *p, managed_process *mp) {
                 r = sd_event_add_defer(p->event, &p->attribution_source, on_attribution_due, p);
                 if (r < 0)
                         goto now;
-                /* Below the process connector's: events already queued come first. */
-                (void) sd_event_source_set_priority(p->attribution_source, SD_EVENT_PRIORITY_NORMAL + 1);
+                /* The connector's priority: of two pending sources of one priority the
+                 * one pending longer goes first, so this runs after the batch of events
+                 * in hand and before the next. Below it, a host whose events never stop
+                 * coming would never let it run. */
                 (void) sd_event_source_set_description(p->attribution_source, "attribution-keep");
         }
         r = sd_event_source_set_enabled(p->attribution_source, SD_EVENT_ONESHOT);
