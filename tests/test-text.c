@@ -25,6 +25,27 @@ static void test_signed(void **state) {
         }
 }
 
+/* Every length from 1 to 20 digits, each digit pair, and the edges of each length. */
+static void test_unsigned(void **state) {
+        char d[TUNE_DECIMAL_MAX], want[32];
+        uint64_t v = 1;
+
+        (void) state;
+        for (uint64_t i = 0; i < 1000; i++) {
+                snprintf(want, sizeof want, "%" PRIu64, i);
+                assert_string_equal(tune_format_decimal(d, i), want);
+        }
+        for (int k = 0; k < 20; k++, v *= 10) {
+                const uint64_t values[] = { v - 1, v, v + 1, v * 9 + (v - 1), 1234567890123456789ULL % (v * 10) };
+                for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
+                        snprintf(want, sizeof want, "%" PRIu64, values[i]);
+                        assert_string_equal(tune_format_decimal(d, values[i]), want);
+                }
+        }
+        snprintf(want, sizeof want, "%" PRIu64, UINT64_MAX);
+        assert_string_equal(tune_format_decimal(d, UINT64_MAX), want);
+}
+
 static void test_concat(void **state) {
         char buf[8];
 
@@ -68,6 +89,7 @@ static void test_text(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_signed),
+                cmocka_unit_test(test_unsigned),
                 cmocka_unit_test(test_concat),
                 cmocka_unit_test(test_text),
         };
