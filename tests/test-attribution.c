@@ -137,6 +137,52 @@ static void test_env_capture(void **state) {
         assert_null(tune_env_capture_get(&e, "V-1"));
         assert_null(tune_env_capture_get(&e, "V5"));
 
+        /* Names that share their first bytes, one of one byte: each entry is the name up to
+         * its '=' and no other; an entry without '=' or with the name alone is none; the
+         * first occurrence of each wins; a one-byte entry or an empty one is skipped; the
+         * unterminated last entry counts, and is kept whole. */
+        static const char *const close_names[] = { "RANK", "RANKS", "R", "RA", "LOCAL_RANK", "LOCAL_RANKS" };
+        static const char close_vars[] = "RANKS\0R\0\0RANK\0RA=x\0R=1\0RANK=2\0RANKS=3\0R=4\0RANK=5\0RANKSX=6\0"
+                                         "LOCAL_RANK_=7\0LOCAL_RANKS=8\0=R\0R\0LOCAL_RANK=9";
+        tune_env_capture_done(&e);
+        assert_int_equal(tune_env_capture_parse(close_vars, sizeof close_vars - 1, false, close_names, 6, &e), 0);
+        assert_int_equal(e.state, TUNE_ENV_READ);
+        assert_int_equal(e.n, 6);
+        assert_string_equal(e.vars[0], "RA=x");
+        assert_string_equal(e.vars[1], "R=1");
+        assert_string_equal(e.vars[2], "RANK=2");
+        assert_string_equal(e.vars[3], "RANKS=3");
+        assert_string_equal(e.vars[4], "LOCAL_RANKS=8");
+        assert_string_equal(e.vars[5], "LOCAL_RANK=9");
+        /* The same, cut in the middle of its last entry (the read bound): what is there. */
+        tune_env_capture_done(&e);
+        assert_int_equal(tune_env_capture_parse(close_vars, sizeof close_vars - 2, true, close_names, 6, &e), 0);
+        assert_int_equal(e.n, 6);
+        assert_string_equal(tune_env_capture_get(&e, "LOCAL_RANK"), "");
+        assert_true(e.truncated);
+        /* ... and cut just after the '=' of "R=": the name alone is no entry. */
+        static const char cut[] = "PATH=/bin\0R=";
+        tune_env_capture_done(&e);
+        assert_int_equal(tune_env_capture_parse(cut, sizeof cut - 2, true, close_names, 6, &e), 0);
+        assert_int_equal(e.state, TUNE_ENV_READ);
+        assert_int_equal(e.n, 0);
+        assert_int_equal(tune_env_capture_parse(cut, sizeof cut - 1, true, close_names, 6, &e), 0);
+        assert_string_equal(tune_env_capture_get(&e, "R"), "");
+        /* A title's bytes before the first NAME=value entry: not a name (a wanted name's
+         * first two bytes in an entry without '='); the environment is read. */
+        static const char titled[] = "RANK 3 worker\0\0RANK=1";
+        tune_env_capture_done(&e);
+        assert_int_equal(tune_env_capture_parse(titled, sizeof titled - 1, false, close_names, 6, &e), 0);
+        assert_int_equal(e.state, TUNE_ENV_READ);
+        assert_int_equal(e.n, 1);
+        assert_string_equal(tune_env_capture_get(&e, "RANK"), "1");
+        /* A name listed twice: kept once. */
+        static const char *const twice[] = { "RANK", "RANK" };
+        tune_env_capture_done(&e);
+        assert_int_equal(tune_env_capture_parse("RANK=1\0RANK=2", 13, false, twice, 2, &e), 0);
+        assert_int_equal(e.n, 1);
+        assert_string_equal(tune_env_capture_get(&e, "RANK"), "1");
+
         /* Copies are deep. */
         tune_env_capture c;
         tune_env_capture_done(&e);

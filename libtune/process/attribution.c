@@ -90,11 +90,11 @@ static bool valid_name(const char *s) {
         return true;
 }
 
-/* The name among names that the entry s (elen bytes) is an assignment of, or NULL; cand:
- * the names starting with s's first byte, bit i for names[i], bit 63 for names[63] and
- * every one after it. */
-static const char *wanted_name(const char *const *names, unsigned n_names, const tune_env_name_index *idx,
-                               uint64_t cand, const char *s, size_t elen) {
+/* The index among names of the name that the entry s (elen bytes) is an assignment of, or
+ * -1; cand: the names that can be (the index's bits for s's first two bytes), bit i for
+ * names[i], bit 63 for names[63] and every one after it. */
+static int wanted_name(const char *const *names, unsigned n_names, const tune_env_name_index *idx, uint64_t cand,
+                       const char *s, size_t elen) {
         for (; cand; cand &= cand - 1) {
                 unsigned i = (unsigned) __builtin_ctzll(cand);
                 unsigned last = i == 63 ? n_names : i + 1;
@@ -107,19 +107,23 @@ static const char *wanted_name(const char *const *names, unsigned n_names, const
                         if (i >= 63 && !valid_name(names[i])) /* bit 63 stands for every one of them */
                                 continue;
                         if (nl < elen && s[nl] == '=' && memcmp(s, names[i], nl) == 0)
-                                return names[i];
+                                return (int) i;
                 }
         }
-        return NULL;
+        return -1;
 }
 
 void tune_env_name_index_build(tune_env_name_index *idx, const char *const *names, unsigned n_names) {
         memset(idx->first_byte, 0, sizeof idx->first_byte);
+        memset(idx->second_byte, 0, sizeof idx->second_byte);
         for (unsigned i = 0; i < n_names && i < 63; i++)
                 idx->len[i] = strlen(names[i]);
         for (unsigned i = 0; i < n_names; i++)
-                if (valid_name(names[i]))
-                        idx->first_byte[(unsigned char) names[i][0]] |= UINT64_C(1) << (i < 63 ? i : 63);
+                if (valid_name(names[i])) {
+                        uint64_t bit = UINT64_C(1) << (i < 63 ? i : 63);
+                        idx->first_byte[(unsigned char) names[i][0]] |= bit;
+                        idx->second_byte[names[i][1] ? (unsigned char) names[i][1] : '='] |= bit;
+                }
 }
 
 int tune_env_capture_parse(const char *buf, size_t len, bool truncated, const char *const *names,
@@ -135,30 +139,28 @@ int tune_env_capture_parse(const char *buf, size_t len, bool truncated, const ch
 int tune_env_capture_parse_indexed(const char *buf, size_t len, bool truncated, const char *const *names,
                                    unsigned n_names, const tune_env_name_index *idx, tune_env_capture *ret) {
         tune_env_capture e = { .state = TUNE_ENV_READ, .truncated = truncated, .len = len };
-        /* Per first byte, the names starting with it (idx): an entry starting with another
-         * byte is none of them (most of an environment), and needs no look beyond that byte
-         * once one entry was seen; one starting with it is compared with those names only.
+        /* Per first and second byte, the names with it there (idx): an entry with others is
+         * none of them (nearly all of an environment), and needs no look beyond those two
+         * bytes once one entry was seen; one with them is compared with those names only.
          * Only names a NAME=value entry can have are looked for. */
-        const uint64_t *first_byte = idx ? idx->first_byte : NULL;
+        const uint64_t *first_byte = idx ? idx->first_byte : NULL, *second_byte = idx ? idx->second_byte : NULL;
+        uint64_t found = 0; /* bit i: names[i] (below 63) kept, its first occurrence */
         bool any_entry = false;
         size_t pos = 0;
 
         if ((!buf && len > 0) || (!names && n_names > 0) || !idx || !ret)
                 return -EINVAL;
-        if (n_names > 0) {
-                e.vars = tune_alloc0(n_names, sizeof *e.vars);
-                if (!e.vars)
-                        return -ENOMEM;
-        }
         while (pos < len) {
                 const char *s = buf + pos;
                 const char *nul = memchr(s, 0, len - pos);
-                size_t elen = nul ? (size_t) (nul - s) : len - pos;
-                const char *name;
+                size_t elen = nul ? (size_t) (nul - s) : len - pos, nl;
+                uint64_t cand;
+                int i;
 
                 pos += elen + 1;
-                if (any_entry && !first_byte[(unsigned char) s[0]])
+                if (elen < 2) /* "N=" is the shortest NAME=value */
                         continue;
+                cand = first_byte[(unsigned char) s[0]] & second_byte[(unsigned char) s[1]];
                 /* Until one entry has the NAME=value form, each is looked at whole (an
                  * environment overwritten by a title has none). */
                 if (!any_entry) {
@@ -166,15 +168,28 @@ int tune_env_capture_parse_indexed(const char *buf, size_t len, bool truncated, 
                                 continue;
                         any_entry = true;
                 }
-                name = wanted_name(names, n_names, idx, first_byte[(unsigned char) s[0]], s, elen);
-                if (!name || elen - strlen(name) - 1 > TUNE_ENV_VALUE_MAX || tune_env_capture_get(&e, name))
-                        continue; /* not wanted, too long, or not its first occurrence (which wins) */
+                if (!cand)
+                        continue;
+                i = wanted_name(names, n_names, idx, cand, s, elen);
+                if (i < 0)
+                        continue;
+                nl = i < 63 ? idx->len[i] : strlen(names[i]);
+                if (elen - nl - 1 > TUNE_ENV_VALUE_MAX ||
+                    (i < 63 ? (found & UINT64_C(1) << i) != 0 : tune_env_capture_get(&e, names[i]) != NULL))
+                        continue; /* too long, or not its first occurrence (which wins) */
+                if (!e.vars) { /* the list only for an environment with one of the names */
+                        e.vars = tune_alloc0(n_names, sizeof *e.vars);
+                        if (!e.vars)
+                                return -ENOMEM;
+                }
                 e.vars[e.n] = strndup(s, elen);
                 if (!e.vars[e.n]) {
                         tune_env_capture_done(&e);
                         return -ENOMEM;
                 }
                 e.n++;
+                if (i < 63)
+                        found |= UINT64_C(1) << i;
         }
         if (len > 0 && !any_entry)
                 e.state = TUNE_ENV_WIPED;
