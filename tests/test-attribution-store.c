@@ -73,6 +73,66 @@ static void test_round_trip(void **state) {
         free(text);
 }
 
+/* The bytes written, whole: the accelerators' line (put in place, not formatted apart) is
+ * there for a list the reader takes, and left out for none, for one not plain() and for
+ * one as long as the reader's field; the file's size bound. */
+static void test_exact_bytes(void **state) {
+        char *vars[] = { (char *) "ASCEND_VISIBLE_DEVICES=3,1", (char *) "RANK=2" };
+        tune_accel_ref refs[40] = {};
+        tune_attribution a = { .source = TUNE_ATTRIBUTION_ENV, .accels = refs, .n_accels = 3 };
+        attribution_saved in = { .pid = 2147483647, .start_time = UINT64_MAX, .env_start = 0,
+                                 .env_end = 140732962414567ULL, .env = env_of(vars, 2, 2147483647, false) };
+        attribution_saved s = {};
+        char *text = NULL;
+        (void) state;
+
+        for (unsigned i = 0; i < 40; i++) {
+                snprintf(refs[i].kind, sizeof refs[i].kind, "ascend");
+                refs[i].index = i == 2 ? -7 : 1000000 + (int) i;
+        }
+        assert_int_equal(attribution_saved_format(&in, &a, &text), 0);
+        assert_string_equal(text, "npu-tuned-attribution 1\npid 2147483647\nstart_time 18446744073709551615\n"
+                                  "exec_env 0,140732962414567\nsource env\n"
+                                  "accelerators ascend:1000000,ascend:1000001,ascend:-7\n"
+                                  "from_pid 2147483647\ninherited 0\nenv ASCEND_VISIBLE_DEVICES=3,1\nenv RANK=2\n");
+        assert_int_equal(attribution_saved_parse(text, &s), 0);
+        assert_string_equal(s.accels, "ascend:1000000,ascend:1000001,ascend:-7");
+        attribution_saved_done(&s);
+        free(text);
+
+        /* None: no line. */
+        a.n_accels = 0;
+        in.env.n = 0;
+        assert_int_equal(attribution_saved_format(&in, &a, &text), 0);
+        assert_string_equal(text, "npu-tuned-attribution 1\npid 2147483647\nstart_time 18446744073709551615\n"
+                                  "exec_env 0,140732962414567\nsource env\nfrom_pid 2147483647\ninherited 0\n");
+        free(text);
+
+        /* 17 of "ascend:100000N," make 254 bytes with no last comma, 255 with one more digit:
+         * kept (the reader's field holds 255); 256: left out. */
+        a.n_accels = 17;
+        refs[2].index = 1000002;
+        refs[16].index = 10000016;
+        assert_int_equal(attribution_saved_format(&in, &a, &text), 0);
+        assert_non_null(strstr(text, ",ascend:10000016\nfrom_pid "));
+        assert_int_equal(attribution_saved_parse(text, &s), 0);
+        assert_int_equal(strlen(s.accels), 255);
+        attribution_saved_done(&s);
+        free(text);
+        refs[15].index = 10000015;
+        assert_int_equal(attribution_saved_format(&in, &a, &text), 0);
+        assert_null(strstr(text, "accelerators"));
+        assert_non_null(strstr(text, "\nsource env\nfrom_pid 2147483647\n"));
+        free(text);
+
+        /* A kind that is not plain: left out whole. */
+        a.n_accels = 2;
+        snprintf(refs[1].kind, sizeof refs[1].kind, "a b");
+        assert_int_equal(attribution_saved_format(&in, &a, &text), 0);
+        assert_null(strstr(text, "accelerators"));
+        free(text);
+}
+
 static void test_refused_texts(void **state) {
         static const char *const bad[] = {
                 "",
@@ -188,6 +248,7 @@ static void test_untrusted_dir(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_round_trip),
+                cmocka_unit_test(test_exact_bytes),
                 cmocka_unit_test(test_refused_texts),
                 cmocka_unit_test_setup_teardown(test_save_load_prune, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_untrusted_dir, setup, teardown),

@@ -5,6 +5,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,6 +115,13 @@ static void test_env_capture(void **state) {
         assert_int_equal(tune_env_capture_parse(b, big, true, names, 3, &e), 0);
         assert_null(tune_env_capture_get(&e, "RANK"));
         assert_true(e.truncated);
+        /* TUNE_ENV_VALUE_MAX bytes are kept, one more dropped. */
+        tune_env_capture_done(&e);
+        assert_int_equal(tune_env_capture_parse(b, 5 + TUNE_ENV_VALUE_MAX, false, names, 3, &e), 0);
+        assert_int_equal(strlen(tune_env_capture_get(&e, "RANK")), TUNE_ENV_VALUE_MAX);
+        tune_env_capture_done(&e);
+        assert_int_equal(tune_env_capture_parse(b, 6 + TUNE_ENV_VALUE_MAX, false, names, 3, &e), 0);
+        assert_null(tune_env_capture_get(&e, "RANK"));
         free(b);
 
         /* More names than the first-byte index has bits (64): the later ones are found too;
@@ -137,6 +145,52 @@ static void test_env_capture(void **state) {
         assert_null(tune_env_capture_get(&e, "V-1"));
         assert_null(tune_env_capture_get(&e, "V5"));
 
+        /* Names that share their first bytes, one of one byte: each entry is the name up to
+         * its '=' and no other; an entry without '=' or with the name alone is none; the
+         * first occurrence of each wins; a one-byte entry or an empty one is skipped; the
+         * unterminated last entry counts, and is kept whole. */
+        static const char *const close_names[] = { "RANK", "RANKS", "R", "RA", "LOCAL_RANK", "LOCAL_RANKS" };
+        static const char close_vars[] = "RANKS\0R\0\0RANK\0RA=x\0R=1\0RANK=2\0RANKS=3\0R=4\0RANK=5\0RANKSX=6\0"
+                                         "LOCAL_RANK_=7\0LOCAL_RANKS=8\0=R\0R\0LOCAL_RANK=9";
+        tune_env_capture_done(&e);
+        assert_int_equal(tune_env_capture_parse(close_vars, sizeof close_vars - 1, false, close_names, 6, &e), 0);
+        assert_int_equal(e.state, TUNE_ENV_READ);
+        assert_int_equal(e.n, 6);
+        assert_string_equal(e.vars[0], "RA=x");
+        assert_string_equal(e.vars[1], "R=1");
+        assert_string_equal(e.vars[2], "RANK=2");
+        assert_string_equal(e.vars[3], "RANKS=3");
+        assert_string_equal(e.vars[4], "LOCAL_RANKS=8");
+        assert_string_equal(e.vars[5], "LOCAL_RANK=9");
+        /* The same, cut in the middle of its last entry (the read bound): what is there. */
+        tune_env_capture_done(&e);
+        assert_int_equal(tune_env_capture_parse(close_vars, sizeof close_vars - 2, true, close_names, 6, &e), 0);
+        assert_int_equal(e.n, 6);
+        assert_string_equal(tune_env_capture_get(&e, "LOCAL_RANK"), "");
+        assert_true(e.truncated);
+        /* ... and cut just after the '=' of "R=": the name alone is no entry. */
+        static const char cut[] = "PATH=/bin\0R=";
+        tune_env_capture_done(&e);
+        assert_int_equal(tune_env_capture_parse(cut, sizeof cut - 2, true, close_names, 6, &e), 0);
+        assert_int_equal(e.state, TUNE_ENV_READ);
+        assert_int_equal(e.n, 0);
+        assert_int_equal(tune_env_capture_parse(cut, sizeof cut - 1, true, close_names, 6, &e), 0);
+        assert_string_equal(tune_env_capture_get(&e, "R"), "");
+        /* A title's bytes before the first NAME=value entry: not a name (a wanted name's
+         * first two bytes in an entry without '='); the environment is read. */
+        static const char titled[] = "RANK 3 worker\0\0RANK=1";
+        tune_env_capture_done(&e);
+        assert_int_equal(tune_env_capture_parse(titled, sizeof titled - 1, false, close_names, 6, &e), 0);
+        assert_int_equal(e.state, TUNE_ENV_READ);
+        assert_int_equal(e.n, 1);
+        assert_string_equal(tune_env_capture_get(&e, "RANK"), "1");
+        /* A name listed twice: kept once. */
+        static const char *const twice[] = { "RANK", "RANK" };
+        tune_env_capture_done(&e);
+        assert_int_equal(tune_env_capture_parse("RANK=1\0RANK=2", 13, false, twice, 2, &e), 0);
+        assert_int_equal(e.n, 1);
+        assert_string_equal(tune_env_capture_get(&e, "RANK"), "1");
+
         /* Copies are deep. */
         tune_env_capture c;
         tune_env_capture_done(&e);
@@ -145,6 +199,131 @@ static void test_env_capture(void **state) {
         tune_env_capture_done(&e);
         assert_string_equal(tune_env_capture_get(&c, "RANK"), "2");
         tune_env_capture_done(&c);
+}
+
+/* What tune_env_capture_parse() keeps, the plain way: each entry (to its NUL or the end)
+ * is NAME=value of the first name in the list it starts with followed by '=', kept when
+ * its value fits and the name was not kept before; wiped when len > 0 and no entry has
+ * the NAME=value form. */
+static bool ref_name_char(char c, bool first) {
+        return c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (!first && c >= '0' && c <= '9');
+}
+
+static bool ref_valid_name(const char *n) {
+        for (size_t i = 0; n[i]; i++)
+                if (!ref_name_char(n[i], i == 0))
+                        return false;
+        return n[0] != 0;
+}
+
+static void ref_parse(const char *buf, size_t len, const char *const *names, unsigned n_names, char **kept,
+                      unsigned *n_kept, bool *wiped) {
+        bool any = false;
+
+        *n_kept = 0;
+        for (size_t pos = 0; pos < len;) {
+                const char *s = buf + pos;
+                size_t elen = strnlen(s, len - pos), i = 0;
+
+                pos += elen + 1;
+                while (i < elen && ref_name_char(s[i], i == 0))
+                        i++;
+                if (i > 0 && i < elen && s[i] == '=')
+                        any = true;
+                for (unsigned k = 0; k < n_names; k++) {
+                        size_t nl = strlen(names[k]);
+                        bool dup = false;
+
+                        if (!ref_valid_name(names[k]) || nl >= elen || s[nl] != '=' || memcmp(s, names[k], nl) != 0)
+                                continue;
+                        for (unsigned j = 0; j < *n_kept; j++)
+                                dup = dup || (strncmp(kept[j], names[k], nl) == 0 && kept[j][nl] == '=');
+                        if (!dup && elen - nl - 1 <= TUNE_ENV_VALUE_MAX)
+                                kept[(*n_kept)++] = strndup(s, elen);
+                        break;
+                }
+        }
+        *wiped = len > 0 && !any;
+}
+
+/* Random environments (bytes that make names, '=', NULs, digits, others; entries across
+ * every place in the 16 bytes the parser looks at together; unterminated last entries;
+ * values past the bound), parsed with a short list of names that share their first bytes
+ * and with one longer than the index's 63 bits: the same as the plain way, every time. */
+static void test_env_capture_random(void **state) {
+        static const char *const words[] = { "RANK", "RANKS", "R", "RA", "LOCAL_RANK", "CUDA_VISIBLE_DEVICES",
+                                             "CUDA_DEVICE_ORDER", "PATH", "V1", "V70", "=", "==", "x", "9" };
+        static const char *const short_names[] = { "RANK", "RANKS", "R", "RA", "LOCAL_RANK", "CUDA_VISIBLE_DEVICES",
+                                                   "CUDA_DEVICE_ORDER", "9BAD", "" };
+        char many_buf[72][8];
+        const char *many[75];
+        uint64_t x = 88172645463325252ULL;
+        size_t cap = 3 * TUNE_ENV_VALUE_MAX;
+        char *buf = malloc(cap);
+        (void) state;
+
+        assert_non_null(buf);
+        for (unsigned i = 0; i < 72; i++) {
+                snprintf(many_buf[i], sizeof many_buf[i], "V%u", i);
+                many[i] = many_buf[i];
+        }
+        many[72] = "RANK";
+        many[73] = "R";
+        many[74] = "V-1";
+        for (unsigned round = 0; round < 20000; round++) {
+                const char *const *names = round % 2 ? many : short_names;
+                unsigned n_names = round % 2 ? 75 : 9;
+                size_t len = 0, target;
+                char *kept[80];
+                unsigned n_kept;
+                bool wiped;
+                tune_env_capture e;
+
+#define NEXT() (x ^= x << 13, x ^= x >> 7, x ^= x << 17)
+                target = NEXT() % (round % 97 == 0 ? cap - 64 : 200);
+                while (len < target) {
+                        unsigned what = (unsigned) (NEXT() % 8);
+                        if (what < 3) {
+                                const char *w = words[NEXT() % (sizeof words / sizeof *words)];
+                                size_t wl = strlen(w);
+                                if (len + wl > target)
+                                        break;
+                                memcpy(buf + len, w, wl);
+                                len += wl;
+                        } else if (what == 3)
+                                buf[len++] = 0;
+                        else if (what == 4)
+                                buf[len++] = '=';
+                        else if (what == 5)
+                                buf[len++] = (char) ('0' + NEXT() % 10);
+                        else if (what == 6)
+                                buf[len++] = (char) (NEXT() % 256);
+                        else { /* a run of one byte: long values, NULs together */
+                                size_t run = NEXT() % (round % 97 == 0 ? TUNE_ENV_VALUE_MAX + 8 : 40);
+                                char c = (char) "a\0=7"[NEXT() % 4];
+                                if (len + run > target)
+                                        run = target - len;
+                                memset(buf + len, c, run);
+                                len += run;
+                        }
+                }
+                ref_parse(buf, len, names, n_names, kept, &n_kept, &wiped);
+                /* In a block of its own size: a byte read past it is the sanitizers' error. */
+                char *exact = malloc(len ? len : 1);
+                assert_non_null(exact);
+                memcpy(exact, buf, len);
+                assert_int_equal(tune_env_capture_parse(exact, len, false, names, n_names, &e), 0);
+                free(exact);
+                assert_int_equal(e.state, wiped ? TUNE_ENV_WIPED : TUNE_ENV_READ);
+                assert_int_equal(e.n, n_kept);
+                for (unsigned i = 0; i < n_kept; i++) {
+                        assert_string_equal(e.vars[i], kept[i]);
+                        free(kept[i]);
+                }
+                tune_env_capture_done(&e);
+#undef NEXT
+        }
+        free(buf);
 }
 
 static void test_env_names(void **state) {
@@ -570,6 +749,7 @@ static void test_equal_copy(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_env_capture),
+                cmocka_unit_test(test_env_capture_random),
                 cmocka_unit_test(test_env_names),
                 cmocka_unit_test_setup(test_visible_list, setup_host),
                 cmocka_unit_test_setup(test_rule_source, setup_host),

@@ -48,16 +48,25 @@ static bool valid_name(const char *s, size_t len) {
         return true;
 }
 
+/* Whether t's text from byte from on is plain() and shorter than n: what the reader takes. */
+static bool plain_tail(const tune_text *t, size_t from, size_t n) {
+        if (t->oom || t->len <= from || t->len - from >= n)
+                return false;
+        for (size_t i = from; i < t->len; i++)
+                if (t->buf[i] <= ' ' || t->buf[i] > '~')
+                        return false;
+        return true;
+}
+
 int attribution_saved_format(const attribution_saved *s, const tune_attribution *a, char **ret) {
         const tune_env_capture *env = s ? &s->env : NULL;
-        _cleanup_free_ char *accels = NULL, *text = NULL;
+        _cleanup_free_ char *text = NULL;
         tune_text t = {};
+        size_t mark;
         int r;
 
         if (!s || s->pid <= 0 || !a || !ret)
                 return -EINVAL;
-        if (tune_attribution_format_accels(a, &accels) < 0)
-                return -ENOMEM;
         tune_text_put_str(&t, HEADER "\npid ");
         tune_text_put_i64(&t, s->pid);
         tune_text_put_str(&t, "\nstart_time ");
@@ -69,10 +78,22 @@ int attribution_saved_format(const attribution_saved *s, const tune_attribution 
         tune_text_put_str(&t, "\nsource ");
         tune_text_put_str(&t, tune_attribution_source_to_string(a->source));
         tune_text_put(&t, "\n", 1);
-        if (plain(accels) && strlen(accels) < sizeof ((attribution_saved *) NULL)->accels) {
-                tune_text_put_str(&t, "accelerators ");
-                tune_text_put_str(&t, accels);
+        /* tune_attribution_format_accels()'s list, put in place (no allocation and no
+         * snprintf() per accelerator), and taken back unless the reader would take it. */
+        mark = t.len;
+        tune_text_put_str(&t, "accelerators ");
+        for (unsigned i = 0; i < a->n_accels; i++) {
+                if (i > 0)
+                        tune_text_put(&t, ",", 1);
+                tune_text_put_str(&t, a->accels[i].kind);
+                tune_text_put(&t, ":", 1);
+                tune_text_put_i64(&t, a->accels[i].index);
+        }
+        if (plain_tail(&t, mark + strlen("accelerators "), sizeof s->accels))
                 tune_text_put(&t, "\n", 1);
+        else if (!t.oom) {
+                t.len = mark;
+                t.buf[mark] = 0;
         }
         tune_text_put_str(&t, "from_pid ");
         tune_text_put_i64(&t, env->from_pid);
@@ -88,11 +109,13 @@ int attribution_saved_format(const attribution_saved *s, const tune_attribution 
                 tune_text_put(&t, "\n", 1);
                 n++;
         }
+        if (!t.oom && t.len >= ATTRIBUTION_FILE_MAX) {
+                tune_text_done(&t);
+                return -E2BIG;
+        }
         r = tune_text_take(&t, &text);
         if (r < 0)
                 return r;
-        if (strlen(text) >= ATTRIBUTION_FILE_MAX)
-                return -E2BIG;
         *ret = TAKE_PTR(text);
         return 0;
 }
@@ -217,10 +240,14 @@ int attribution_saved_name_pid(const char *name, pid_t *ret) {
         return 0;
 }
 
+/* "attribution-PID": the prefix and the digits put in place, at each match and exit. */
 static void file_name(pid_t pid, char buf[static 64]) {
         char d[TUNE_DECIMAL_MAX + 1];
+        const char *p = tune_format_signed(d, pid);
 
-        tune_concat(buf, 64, ATTRIBUTION_FILE_PREFIX, tune_format_signed(d, pid), NULL);
+        _Static_assert(sizeof ATTRIBUTION_FILE_PREFIX + sizeof d <= 64, "the name fits");
+        memcpy(buf, ATTRIBUTION_FILE_PREFIX, sizeof ATTRIBUTION_FILE_PREFIX - 1);
+        memcpy(buf + sizeof ATTRIBUTION_FILE_PREFIX - 1, p, (size_t) (d + sizeof d - p));
 }
 
 int attribution_store_save_at(int dfd, const attribution_saved *s, const tune_attribution *a) {

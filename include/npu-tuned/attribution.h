@@ -49,11 +49,13 @@ typedef struct tune_env_capture {
 int tune_env_capture_parse(const char *buf, size_t len, bool truncated, const char *const *names,
                            unsigned n_names, tune_env_capture *ret);
 /* Which of a list of names start with each byte (bit i: names[i]; bit 63: names[63] and
- * every one after it; names no NAME=value entry can have left out): built once per list,
- * by whoever parses many environments with it (the watcher, once per policy), where
+ * every one after it; names no NAME=value entry can have left out), and which have each
+ * byte second ('=' for a name of one byte: the entry's second byte then): built once per
+ * list, by whoever parses many environments with it (the watcher, once per policy), where
  * tune_env_capture_parse() builds it for each. */
 typedef struct tune_env_name_index {
         uint64_t first_byte[256];
+        uint64_t second_byte[256];
         size_t len[63]; /* strlen(names[i]) for the names below 63, looked at per candidate entry */
 } tune_env_name_index;
 void tune_env_name_index_build(tune_env_name_index *idx, const char *const *names, unsigned n_names);

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* Text built by appending (see include/npu-tuned/text.h). */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,24 +26,6 @@ void tune_text_put_grow(tune_text *t, const char *s, size_t n) {
         memcpy(t->buf + t->len, s, n);
         t->len += n;
         t->buf[t->len] = 0;
-}
-
-char *tune_concat(char *buf, size_t size, ...) {
-        size_t o = 0;
-        const char *s;
-        va_list ap;
-
-        if (size == 0)
-                return buf;
-        va_start(ap, size);
-        while ((s = va_arg(ap, const char *)) && o < size - 1) {
-                size_t n = strnlen(s, size - 1 - o);
-                memcpy(buf + o, s, n);
-                o += n;
-        }
-        va_end(ap);
-        buf[o] = 0;
-        return buf;
 }
 
 int tune_text_take(tune_text *t, char **ret) {

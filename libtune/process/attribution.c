@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "npu-tuned/attribution.h"
 #include "npu-tuned/engine-binding.h"
@@ -90,11 +93,11 @@ static bool valid_name(const char *s) {
         return true;
 }
 
-/* The name among names that the entry s (elen bytes) is an assignment of, or NULL; cand:
- * the names starting with s's first byte, bit i for names[i], bit 63 for names[63] and
- * every one after it. */
-static const char *wanted_name(const char *const *names, unsigned n_names, const tune_env_name_index *idx,
-                               uint64_t cand, const char *s, size_t elen) {
+/* The index among names of the name that the entry s (elen bytes) is an assignment of, or
+ * -1; cand: the names that can be (the index's bits for s's first two bytes), bit i for
+ * names[i], bit 63 for names[63] and every one after it. */
+static int wanted_name(const char *const *names, unsigned n_names, const tune_env_name_index *idx, uint64_t cand,
+                       const char *s, size_t elen) {
         for (; cand; cand &= cand - 1) {
                 unsigned i = (unsigned) __builtin_ctzll(cand);
                 unsigned last = i == 63 ? n_names : i + 1;
@@ -107,19 +110,23 @@ static const char *wanted_name(const char *const *names, unsigned n_names, const
                         if (i >= 63 && !valid_name(names[i])) /* bit 63 stands for every one of them */
                                 continue;
                         if (nl < elen && s[nl] == '=' && memcmp(s, names[i], nl) == 0)
-                                return names[i];
+                                return (int) i;
                 }
         }
-        return NULL;
+        return -1;
 }
 
 void tune_env_name_index_build(tune_env_name_index *idx, const char *const *names, unsigned n_names) {
         memset(idx->first_byte, 0, sizeof idx->first_byte);
+        memset(idx->second_byte, 0, sizeof idx->second_byte);
         for (unsigned i = 0; i < n_names && i < 63; i++)
                 idx->len[i] = strlen(names[i]);
         for (unsigned i = 0; i < n_names; i++)
-                if (valid_name(names[i]))
-                        idx->first_byte[(unsigned char) names[i][0]] |= UINT64_C(1) << (i < 63 ? i : 63);
+                if (valid_name(names[i])) {
+                        uint64_t bit = UINT64_C(1) << (i < 63 ? i : 63);
+                        idx->first_byte[(unsigned char) names[i][0]] |= bit;
+                        idx->second_byte[names[i][1] ? (unsigned char) names[i][1] : '='] |= bit;
+                }
 }
 
 int tune_env_capture_parse(const char *buf, size_t len, bool truncated, const char *const *names,
@@ -132,53 +139,116 @@ int tune_env_capture_parse(const char *buf, size_t len, bool truncated, const ch
         return tune_env_capture_parse_indexed(buf, len, truncated, names, n_names, &idx, ret);
 }
 
+#if defined(__SSE2__)
+static inline uint64_t nul_mask16(const char *p) {
+        __m128i v = _mm_loadu_si128((const __m128i *) p);
+        return (uint32_t) _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_setzero_si128()));
+}
+
+/* Bit i: p[i] is a NUL, for the 64 bytes at p (those from avail on: none, and not read).
+ * With SSE2 (every x86-64): 64 bytes in some twenty instructions, where a memchr() call
+ * per entry costs some thirty and more (an environment is some dozens of entries of some
+ * dozens of bytes). */
+static inline uint64_t nul_mask64(const char *p, size_t avail) {
+        char tail[64];
+
+        if (avail < 64) {
+                memset(tail, 1, sizeof tail);
+                memcpy(tail, p, avail);
+                p = tail;
+        }
+        return nul_mask16(p) | nul_mask16(p + 16) << 16 | nul_mask16(p + 32) << 32 | nul_mask16(p + 48) << 48;
+}
+#endif
+
+/* What one parse keeps, for the entries that start with a wanted name's first two bytes. */
+typedef struct env_keep {
+        const char *const *names;
+        unsigned n_names;
+        const tune_env_name_index *idx;
+        tune_env_capture e;
+        uint64_t found; /* bit i: names[i] (below 63) kept, its first occurrence */
+} env_keep;
+
+/* The entry s (elen bytes) kept if it is NAME=value of one of the names in cand, its value
+ * fits, and that name was not kept before (the first occurrence wins). */
+static int keep_entry(env_keep *k, uint64_t cand, const char *s, size_t elen) {
+        int i = wanted_name(k->names, k->n_names, k->idx, cand, s, elen);
+        size_t nl;
+
+        if (i < 0)
+                return 0;
+        nl = i < 63 ? k->idx->len[i] : strlen(k->names[i]);
+        if (elen - nl - 1 > TUNE_ENV_VALUE_MAX ||
+            (i < 63 ? (k->found & UINT64_C(1) << i) != 0 : tune_env_capture_get(&k->e, k->names[i]) != NULL))
+                return 0; /* too long, or not its first occurrence */
+        if (!k->e.vars) { /* the list only for an environment with one of the names */
+                k->e.vars = tune_alloc0(k->n_names, sizeof *k->e.vars);
+                if (!k->e.vars)
+                        return -ENOMEM;
+        }
+        k->e.vars[k->e.n] = strndup(s, elen);
+        if (!k->e.vars[k->e.n])
+                return -ENOMEM;
+        k->e.n++;
+        if (i < 63)
+                k->found |= UINT64_C(1) << i;
+        return 0;
+}
+
+/* One entry (s, elen bytes, to its NUL or the end): what is looked at of each, most of
+ * them no further than their first two bytes (the names with those there: idx); only an
+ * entry a wanted name can be goes on to keep_entry(). Until one entry has the NAME=value
+ * form, each is looked at whole (an environment overwritten by a title has none). */
+static inline int env_entry(env_keep *k, bool *any_entry, const char *s, size_t elen) {
+        uint64_t cand;
+
+        if (elen < 2) /* "N=" is the shortest NAME=value */
+                return 0;
+        cand = k->idx->first_byte[(unsigned char) s[0]] & k->idx->second_byte[(unsigned char) s[1]];
+        if (!*any_entry) {
+                if (entry_name_len(s, elen) == 0)
+                        return 0;
+                *any_entry = true;
+        }
+        return cand ? keep_entry(k, cand, s, elen) : 0;
+}
+
 int tune_env_capture_parse_indexed(const char *buf, size_t len, bool truncated, const char *const *names,
                                    unsigned n_names, const tune_env_name_index *idx, tune_env_capture *ret) {
-        tune_env_capture e = { .state = TUNE_ENV_READ, .truncated = truncated, .len = len };
-        /* Per first byte, the names starting with it (idx): an entry starting with another
-         * byte is none of them (most of an environment), and needs no look beyond that byte
-         * once one entry was seen; one starting with it is compared with those names only.
-         * Only names a NAME=value entry can have are looked for. */
-        const uint64_t *first_byte = idx ? idx->first_byte : NULL;
+        env_keep k = { .names = names, .n_names = n_names, .idx = idx,
+                       .e = { .state = TUNE_ENV_READ, .truncated = truncated, .len = len } };
         bool any_entry = false;
-        size_t pos = 0;
+        size_t pos = 0; /* where the next entry starts */
+        int r = 0;
 
         if ((!buf && len > 0) || (!names && n_names > 0) || !idx || !ret)
                 return -EINVAL;
-        if (n_names > 0) {
-                e.vars = tune_alloc0(n_names, sizeof *e.vars);
-                if (!e.vars)
-                        return -ENOMEM;
+#if defined(__SSE2__)
+        /* The NULs of 64 bytes at a time, each entry from one to the next. */
+        for (size_t base = 0; base < len && r >= 0; base += 64)
+                for (uint64_t nuls = nul_mask64(buf + base, len - base); nuls && r >= 0; nuls &= nuls - 1) {
+                        size_t end = base + (size_t) __builtin_ctzll(nuls);
+                        r = env_entry(&k, &any_entry, buf + pos, end - pos);
+                        pos = end + 1;
+                }
+#else
+        while (pos < len && r >= 0) {
+                const char *nul = memchr(buf + pos, 0, len - pos);
+                size_t end = nul ? (size_t) (nul - buf) : len;
+                r = env_entry(&k, &any_entry, buf + pos, end - pos);
+                pos = end + 1;
         }
-        while (pos < len) {
-                const char *s = buf + pos;
-                const char *nul = memchr(s, 0, len - pos);
-                size_t elen = nul ? (size_t) (nul - s) : len - pos;
-                const char *name;
-
-                pos += elen + 1;
-                if (any_entry && !first_byte[(unsigned char) s[0]])
-                        continue;
-                /* Until one entry has the NAME=value form, each is looked at whole (an
-                 * environment overwritten by a title has none). */
-                if (!any_entry) {
-                        if (entry_name_len(s, elen) == 0)
-                                continue;
-                        any_entry = true;
-                }
-                name = wanted_name(names, n_names, idx, first_byte[(unsigned char) s[0]], s, elen);
-                if (!name || elen - strlen(name) - 1 > TUNE_ENV_VALUE_MAX || tune_env_capture_get(&e, name))
-                        continue; /* not wanted, too long, or not its first occurrence (which wins) */
-                e.vars[e.n] = strndup(s, elen);
-                if (!e.vars[e.n]) {
-                        tune_env_capture_done(&e);
-                        return -ENOMEM;
-                }
-                e.n++;
+#endif
+        if (pos < len && r >= 0) /* an unterminated last entry counts */
+                r = env_entry(&k, &any_entry, buf + pos, len - pos);
+        if (r < 0) {
+                tune_env_capture_done(&k.e);
+                return r;
         }
         if (len > 0 && !any_entry)
-                e.state = TUNE_ENV_WIPED;
-        *ret = e;
+                k.e.state = TUNE_ENV_WIPED;
+        *ret = k.e;
         return 0;
 }
 
