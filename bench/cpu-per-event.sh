@@ -23,14 +23,28 @@ build=build execs=1000 matched=20
 . "$here/pinners.sh"
 bench_args "$@"
 bench_begin
-command -v valgrind >/dev/null || { echo "needs valgrind (tools/install-deps.sh --bench)"; exit 77; }
+# $VALGRIND: another valgrind to run (e.g. a newer one unpacked from its package, with
+# VALGRIND_LIB set). Valgrind before 3.20 has no pidfd_open(2): under it npu-tuned falls
+# back to reading /proc/PID/stat where it would poll a pidfd, and floor-facts places
+# nothing at exec (it has no fallback), so both counts would be of another path.
+valgrind=${VALGRIND:-valgrind}
+command -v "$valgrind" >/dev/null || { echo "needs valgrind (tools/install-deps.sh --bench)"; exit 77; }
+if ! "$valgrind" --tool=none -q perl -e 'exit(syscall(434, 0 + $$, 0) >= 0 ? 0 : 1)' 2>/dev/null; then
+        echo "$valgrind has no pidfd_open(2) (valgrind < 3.20): the counts below are of the pinners' paths without pidfds, not of what runs outside valgrind"
+fi
 
-measure() { # PINNER HANDLER PHASE
-        local out=$bench_tmp/$1-$3.cg
-        pinner_wrap="valgrind --tool=callgrind --collect-atstart=no --toggle-collect=$2 --callgrind-out-file=$out"
-        pinner_start "$1" "placement-latency --child" "*/placement-latency"
+# HANDLER: the event handler (its calls are the events), then any function that does work
+# the handler left for later (npu-tuned's attribution files, written after the batch of
+# events in hand): their cost counts with the handler's.
+measure() { # PINNER PHASE HANDLER...
+        local pinner=$1 phase=$2 toggles="" h
+        shift 2
+        local out=$bench_tmp/$pinner-$phase.cg
+        for h in "$@"; do toggles+=" --toggle-collect=$h"; done
+        pinner_wrap="$valgrind --tool=callgrind --collect-atstart=no$toggles --callgrind-out-file=$out"
+        pinner_start "$pinner" "placement-latency --child" "*/placement-latency"
         sleep 1
-        if [ "$3" = unmatched ]; then
+        if [ "$phase" = unmatched ]; then
                 for _ in $(seq "$execs"); do /bin/true; done
         else
                 "$build/bench/placement-latency" "$matched" 4 >/dev/null || true
@@ -39,14 +53,15 @@ measure() { # PINNER HANDLER PHASE
         pinner_stop
         # $BENCH_KEEP_LOGS (bench/pinners.sh) keeps the profiles too, for callgrind_annotate.
         [ -z "${BENCH_KEEP_LOGS:-}" ] || cp "$out" "$BENCH_KEEP_LOGS/"
-        python3 "$here/callgrind-calls.py" "$out" "$2"
+        python3 "$here/callgrind-calls.py" "$out" "$@" |
+                awk '{ split($3, ir, "="); total += ir[2] } NR == 1 { name = $1; calls = $2 } END { print name, calls, "ir=" total }'
 }
 
 declare -A ir
 for phase in unmatched matched; do
         for pinner in floor floor-facts npu-tmpfs; do
-                case $pinner in floor*) handler=handle ;; *) handler=watcher_on_event ;; esac
-                read -r _ calls total _ < <(measure "$pinner" "$handler" "$phase")
+                case $pinner in floor*) handlers=(handle) ;; *) handlers=(watcher_on_event on_attribution_due) ;; esac
+                read -r _ calls total _ < <(measure "$pinner" "$phase" "${handlers[@]}")
                 ir[$pinner-$phase]=${total#ir=}
                 ir[$pinner-$phase-calls]=${calls#calls=}
         done
