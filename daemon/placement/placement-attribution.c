@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* What each managed process was attributed from, kept in the state directory
  * (daemon/state/attribution-store.h) so that a restarted daemon attributes it the same
- * way: written at its match and when its environment or accelerators change, removed when
- * it goes, kept when the daemon stops. */
+ * way: written after its match (once the events in hand are handled) and when its
+ * environment or accelerators change, removed when it goes, kept when the daemon stops. */
 #include <stdlib.h>
 #include <unistd.h>
 
