@@ -60,6 +60,38 @@ static void test_list_malformed(void **state) {
         assert_int_equal(tune_cpuset_count(&s), 1000);
 }
 
+/* Into a caller's buffer: every size from none to room for all, each a prefix of the whole
+ * list cut as snprintf cuts, and the whole length returned; a list longer than
+ * tune_cpuset_format_list()'s first buffer (256 bytes) comes out whole too. */
+static void test_list_into(void **state) {
+        _cleanup_cpuset_ tune_cpuset s = {};
+        _cleanup_free_ char *whole = NULL, *many = NULL;
+        char buf[64];
+        (void) state;
+
+        assert_int_equal(tune_cpuset_parse_list(&s, "0-3,8,10,12-13,100-200,4095"), 0);
+        assert_int_equal(tune_cpuset_format_list(&s, &whole), 0);
+        for (size_t size = 0; size <= strlen(whole) + 1; size++) {
+                memset(buf, 'x', sizeof buf);
+                assert_int_equal(tune_cpuset_format_list_into(&s, buf, size), strlen(whole));
+                if (size > 0) {
+                        assert_int_equal(strlen(buf), size - 1 < strlen(whole) ? size - 1 : strlen(whole));
+                        assert_memory_equal(buf, whole, strlen(buf));
+                }
+                assert_int_equal(buf[size], 'x'); /* nothing past size */
+        }
+        /* Every even CPU below 400: 200 items, 689 bytes. */
+        char list[1024];
+        size_t o = 0;
+        for (int cpu = 0; cpu < 400; cpu += 2)
+                o += (size_t) snprintf(list + o, sizeof list - o, "%s%d", cpu ? "," : "", cpu);
+        assert_true(o > 256 && o < sizeof list);
+        tune_cpuset_done(&s);
+        assert_int_equal(tune_cpuset_parse_list(&s, list), 0);
+        assert_int_equal(tune_cpuset_format_list(&s, &many), 0);
+        assert_string_equal(many, list);
+}
+
 static void test_mask(void **state) {
         _cleanup_cpuset_ tune_cpuset s = {};
         _cleanup_free_ char *f = NULL, *l = NULL;
@@ -227,6 +259,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_list_parse),
                 cmocka_unit_test(test_list_malformed),
+                cmocka_unit_test(test_list_into),
                 cmocka_unit_test(test_mask),
                 cmocka_unit_test(test_ops),
                 cmocka_unit_test(test_inline_and_heap),

@@ -13,8 +13,6 @@
 #include "npu-tuned/macro.h"
 #include "npu-tuned/text.h"
 
-#define MIN(a, b) ((a) < (b) ? (a) : (b))
-
 static int max_level = LOG_INFO;
 
 void log_set_max_level(int level) {

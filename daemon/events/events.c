@@ -2,7 +2,6 @@
 /* Each event: one log line (a structured journal entry under systemd), then the sink (the
  * D-Bus signal). The line is the event's only report, so the parts do not log it themselves. */
 #include <stdbool.h>
-#include <stdint.h>
 
 #include "events.h"
 #include "log.h"
@@ -12,25 +11,16 @@ static const char *or_none(const char *s) {
         return s && *s ? s : "-";
 }
 
-/* s in the kernel's list format (as tune_cpuset_format_list() writes it), or none when s is
- * empty: straight into the message, not through a string of its own. */
+/* s in the kernel's list format, or none when s is empty: straight into the message, not
+ * through a string of its own. */
 static void put_cpus(log_message *m, const tune_cpuset *s, const char *none) {
-        char digits[TUNE_DECIMAL_MAX];
-        int cpu = tune_cpuset_next(s, 0);
+        size_t room = m->end - m->len;
 
-        if (cpu < 0)
+        if (tune_cpuset_is_empty(s)) {
                 log_message_put_str(m, none);
-        for (bool first = true; cpu >= 0; first = false) {
-                unsigned last = tune_cpuset_next_absent(s, (unsigned) cpu + 1) - 1;
-                if (!first)
-                        log_message_put_str(m, ",");
-                log_message_put_str(m, tune_format_decimal(digits, (uint64_t) cpu));
-                if (last > (unsigned) cpu) {
-                        log_message_put_str(m, "-");
-                        log_message_put_str(m, tune_format_decimal(digits, last));
-                }
-                cpu = tune_cpuset_next(s, last + 1);
+                return;
         }
+        m->len += MIN(tune_cpuset_format_list_into(s, m->buf + m->len, room + 1), room);
 }
 
 /* Made for every placed process: put together without printf, only when the line is

@@ -78,6 +78,9 @@ int tune_cpuset_parse_list(tune_cpuset *ret, const char *text);
 int tune_cpuset_parse_mask(tune_cpuset *ret, const char *text);
 /* Format as a list ("" for the empty set). Caller frees. */
 int tune_cpuset_format_list(const tune_cpuset *s, char **ret);
+/* The same into buf, cut at size - 1 bytes as snprintf cuts (NUL-terminated when size > 0);
+ * returns the whole list's length, as snprintf does. */
+size_t tune_cpuset_format_list_into(const tune_cpuset *s, char *buf, size_t size);
 /* Format as a mask with at least min_bits bits (rounded up to 32-bit groups), like the
  * kernel's cpumask_print for nr_cpu_ids = min_bits. Caller frees. */
 int tune_cpuset_format_mask(const tune_cpuset *s, unsigned min_bits, char **ret);

@@ -16,6 +16,7 @@
 #define _warn_unused_result_ __attribute__((warn_unused_result))
 
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
 
 /* Hand ownership of a pointer to someone else; the cleanup handler then sees NULL. */
 #define TAKE_PTR(p)                            \

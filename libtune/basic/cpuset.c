@@ -299,16 +299,10 @@ int tune_cpuset_parse_mask(tune_cpuset *ret, const char *text) {
         return 0;
 }
 
-int tune_cpuset_format_list(const tune_cpuset *s, char **ret) {
-        size_t cap = 64, len = 0;
-        char *buf = malloc(cap);
-        int cpu;
+size_t tune_cpuset_format_list_into(const tune_cpuset *s, char *buf, size_t size) {
+        size_t len = 0; /* of the whole list, written or not */
 
-        if (!buf)
-                return -ENOMEM;
-        buf[0] = 0;
-        cpu = tune_cpuset_next(s, 0);
-        while (cpu >= 0) {
+        for (int cpu = tune_cpuset_next(s, 0); cpu >= 0;) {
                 int last = (int) tune_cpuset_next_absent(s, (unsigned) cpu + 1) - 1;
                 char item[2 * TUNE_DECIMAL_MAX + 1], digits[TUNE_DECIMAL_MAX], *e = item;
                 if (len)
@@ -319,19 +313,28 @@ int tune_cpuset_format_list(const tune_cpuset *s, char **ret) {
                         e = stpcpy(e, tune_format_decimal(digits, (uint64_t) last));
                 }
                 size_t n = (size_t) (e - item);
-                if (len + n + 1 > cap) {
-                        cap = (len + (size_t) n + 1) * 2;
-                        char *nb = realloc(buf, cap);
-                        if (!nb) {
-                                free(buf);
-                                return -ENOMEM;
-                        }
-                        buf = nb;
-                }
-                memcpy(buf + len, item, n + 1);
+                if (len + 1 < size)
+                        memcpy(buf + len, item, MIN(n, size - 1 - len));
                 len += n;
                 cpu = tune_cpuset_next(s, (unsigned) last + 1);
         }
+        if (size > 0)
+                buf[MIN(len, size - 1)] = 0;
+        return len;
+}
+
+int tune_cpuset_format_list(const tune_cpuset *s, char **ret) {
+        /* Most lists fit here: one pass. A longer one is measured by it, then written. */
+        char small[256];
+        size_t len = tune_cpuset_format_list_into(s, small, sizeof small);
+        char *buf = malloc(len + 1);
+
+        if (!buf)
+                return -ENOMEM;
+        if (len < sizeof small)
+                memcpy(buf, small, len + 1);
+        else
+                (void) tune_cpuset_format_list_into(s, buf, len + 1);
         *ret = buf;
         return 0;
 }
