@@ -66,14 +66,8 @@ void attribution_keep_soon(Placement *p, managed_process *mp) {
                 return;
         if (!p->event)
                 goto now;
-        if (p->n_attribution_due == p->size_attribution_due) {
-                size_t size = p->size_attribution_due ? 2 * p->size_attribution_due : 16;
-                uint64_t *keys = reallocarray(p->attribution_due, size, sizeof *keys);
-                if (!keys)
-                        goto now;
-                p->attribution_due = keys;
-                p->size_attribution_due = size;
-        }
+        if (TUNE_GROW(p->attribution_due, p->size_attribution_due, p->n_attribution_due, 16) < 0)
+                goto now;
         if (!p->attribution_source) {
                 r = sd_event_add_defer(p->event, &p->attribution_source, on_attribution_due, p);
                 if (r < 0)
