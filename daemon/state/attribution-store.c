@@ -78,17 +78,11 @@ int attribution_saved_format(const attribution_saved *s, const tune_attribution 
         tune_text_put_str(&t, "\nsource ");
         tune_text_put_str(&t, tune_attribution_source_to_string(a->source));
         tune_text_put(&t, "\n", 1);
-        /* tune_attribution_format_accels()'s list, put in place (no allocation and no
-         * snprintf() per accelerator), and taken back unless the reader would take it. */
+        /* The list put in place (no allocation of its own), and taken back unless the
+         * reader would take it. */
         mark = t.len;
         tune_text_put_str(&t, "accelerators ");
-        for (unsigned i = 0; i < a->n_accels; i++) {
-                if (i > 0)
-                        tune_text_put(&t, ",", 1);
-                tune_text_put_str(&t, a->accels[i].kind);
-                tune_text_put(&t, ":", 1);
-                tune_text_put_i64(&t, a->accels[i].index);
-        }
+        tune_attribution_put_accels(&t, a);
         if (plain_tail(&t, mark + strlen("accelerators "), sizeof s->accels))
                 tune_text_put(&t, "\n", 1);
         else if (!t.oom) {

@@ -119,6 +119,9 @@ bool tune_attribution_restored(const tune_attribution *a, const tune_env_capture
 void tune_attribution_describe_source(const tune_attribution *a, const tune_env_capture *env, char *buf, size_t size);
 /* "ascend:0,ascend:3" ("" when none). Caller frees. */
 int tune_attribution_format_accels(const tune_attribution *a, char **ret);
+/* The same list appended to t (the attribution file writes it in place). */
+typedef struct tune_text tune_text;
+void tune_attribution_put_accels(tune_text *t, const tune_attribution *a);
 
 typedef struct tune_attribution_input {
         const tune_policy_rule *rule;       /* NULL: as TUNE_ACCEL_AUTO */

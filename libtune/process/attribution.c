@@ -518,22 +518,21 @@ bool tune_attribution_equal(const tune_attribution *a, const tune_attribution *b
         return true;
 }
 
-int tune_attribution_format_accels(const tune_attribution *a, char **ret) {
-        size_t size = (size_t) a->n_accels * (TUNE_ACCEL_KIND_MAX + 16) + 1;
-        char *s = malloc(size);
-        size_t o = 0;
-
-        if (!s)
-                return -ENOMEM;
-        s[0] = 0;
+void tune_attribution_put_accels(tune_text *t, const tune_attribution *a) {
         for (unsigned i = 0; i < a->n_accels; i++) {
-                int k = snprintf(s + o, size - o, "%s%s:%d", i ? "," : "", a->accels[i].kind, a->accels[i].index);
-                if (k < 0 || (size_t) k >= size - o)
-                        break;
-                o += (size_t) k;
+                if (i > 0)
+                        tune_text_put(t, ",", 1);
+                tune_text_put_str(t, a->accels[i].kind);
+                tune_text_put(t, ":", 1);
+                tune_text_put_i64(t, a->accels[i].index);
         }
-        *ret = s;
-        return 0;
+}
+
+int tune_attribution_format_accels(const tune_attribution *a, char **ret) {
+        tune_text t = {};
+
+        tune_attribution_put_accels(&t, a);
+        return tune_text_take(&t, ret);
 }
 
 /* Indexes into accels->items of one kind, sorted by device index (accels is sorted by
