@@ -234,14 +234,11 @@ int attribution_saved_name_pid(const char *name, pid_t *ret) {
         return 0;
 }
 
-/* "attribution-PID": the prefix and the digits put in place, at each match and exit. */
+/* "attribution-PID", at each match and exit. */
 static void file_name(pid_t pid, char buf[static 64]) {
         char d[TUNE_DECIMAL_MAX + 1];
-        const char *p = tune_format_signed(d, pid);
 
-        _Static_assert(sizeof ATTRIBUTION_FILE_PREFIX + sizeof d <= 64, "the name fits");
-        memcpy(buf, ATTRIBUTION_FILE_PREFIX, sizeof ATTRIBUTION_FILE_PREFIX - 1);
-        memcpy(buf + sizeof ATTRIBUTION_FILE_PREFIX - 1, p, (size_t) (d + sizeof d - p));
+        tune_concat(buf, 64, ATTRIBUTION_FILE_PREFIX, tune_format_signed(d, pid), NULL);
 }
 
 int attribution_store_save_at(int dfd, const attribution_saved *s, const tune_attribution *a) {

@@ -43,18 +43,11 @@ static inline __attribute__((always_inline)) char *put_n(char *p, const char *en
 
 #define put_literal(p, end, s) put_n(p, end, s, sizeof(s) - 1)
 
-/* v's digits written in place, back to front, once their count is known: no copy. */
 static inline __attribute__((always_inline)) char *put_id(char *p, const char *end, pid_t v) {
-        uint32_t u = (uint32_t) v;
-        size_t n = 1;
+        char digits[TUNE_DECIMAL_MAX];
+        const char *d = tune_format_decimal(digits, (uint64_t) v);
 
-        for (uint32_t t = u; t >= 10; t /= 10)
-                n++;
-        if (!p || (size_t) (end - p) < n)
-                return NULL;
-        for (char *q = p + n; q > p; u /= 10)
-                *--q = (char) ('0' + u % 10);
-        return p + n;
+        return put_n(p, end, d, (size_t) (digits + TUNE_DECIMAL_MAX - 1 - d));
 }
 
 /* Inline into each of this file's readers, its file name and tid known there: one body for
