@@ -7,6 +7,12 @@
 #include "log.h"
 #include "placement-internal.h"
 
+/* Placing for real says nothing here unless asked: the event reports it (events.c), once
+ * pinned. */
+static bool said_by_event_only(const tune_plan *pl, bool dry_run) {
+        return pl->action == TUNE_PLAN_PLACE && !dry_run && !pl->cpuset_far && !log_wants(LOG_DEBUG);
+}
+
 static void log_placement_words(const Placement *p, const managed_process *mp, const tune_plan *pl, bool dry_run) {
         _cleanup_free_ char *pool = NULL, *control = NULL, *compute = NULL, *mem = NULL, *accels = NULL;
         const placed_process *pp = mp->userdata;
@@ -19,7 +25,7 @@ static void log_placement_words(const Placement *p, const managed_process *mp, c
             tune_placer_explain(p->placer, pp->key, &explained) >= 0)
                 pl = &explained;
 
-        if (pl->action == TUNE_PLAN_PLACE && !dry_run && !pl->cpuset_far && !log_wants(LOG_DEBUG))
+        if (said_by_event_only(pl, dry_run)) /* of the plan explained */
                 return;
         (void) tune_attribution_format_accels(&mp->attribution, &accels);
         tune_attribution_describe_source(&mp->attribution, &mp->env, origin, sizeof origin);
@@ -49,10 +55,9 @@ static void log_placement_words(const Placement *p, const managed_process *mp, c
 }
 
 void log_placement(const Placement *p, const managed_process *mp, const tune_plan *pl, bool dry_run) {
-        /* Placing for real says nothing here unless asked (the event reports it, events.c,
-         * once pinned): nothing to put into words for it, nor a plan to explain or free;
-         * log_placement_words() asks again of the plan it explained. */
-        if (pl->action == TUNE_PLAN_PLACE && !dry_run && !pl->cpuset_far && !log_wants(LOG_DEBUG))
+        /* Nothing to put into words, nor a plan to explain or free; log_placement_words()
+         * asks again of the plan it explained. */
+        if (said_by_event_only(pl, dry_run))
                 return;
         log_placement_words(p, mp, pl, dry_run);
 }
