@@ -744,10 +744,6 @@ static void test_reload_captures_new_env_name(void **state) {
         assert_int_equal(entry_of(t, 100)->p.rank, 3);
 }
 
-/* At an exec, the command line and the environment of a process the watcher keeps cost one
- * hand-off to the slow reader (each one a wake-up on the way to the first pin), and
- * what it keeps of both is what the files say; a process no rule can keep costs no read
- * of its environment. */
 /* An exec event, the callbacks it made, and its hand-offs to the slow reader: of two files
  * at once (pairs) and of one (singles). */
 static void exec_counting_reads(world *t, pid_t pid, const char *want, unsigned pairs, unsigned singles) {
@@ -758,6 +754,10 @@ static void exec_counting_reads(world *t, pid_t pid, const char *want, unsigned 
         assert_int_equal(t->slow_reads, singles);
 }
 
+/* At an exec, the command line and the environment of a process the watcher keeps cost one
+ * hand-off to the slow reader (each one a wake-up on the way to the first pin), and
+ * what it keeps of both is what the files say; a process no rule can keep costs no read
+ * of its environment. */
 static void test_exec_cmdline_environ_one_hand_off(void **state) {
         world *t = *state;
         tune_policy *p = fake_policy_parse(
