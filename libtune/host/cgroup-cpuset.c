@@ -116,16 +116,15 @@ static int read_list(const tune_ctx *ctx, const char *path, tune_cpuset *ret) {
          * characters is some hundreds of CPUs cut up), the heap beyond. */
         char buf[4096];
         _cleanup_free_ char *s = NULL;
+        const char *text = buf;
         int r = tune_read_string_into(ctx, path, buf, sizeof buf);
         if (r == -EFBIG) {
                 r = tune_read_string(ctx, path, &s);
-                if (r < 0)
-                        return r;
-                return tune_cpuset_parse_list(ret, s);
+                text = s;
         }
         if (r < 0)
                 return r;
-        return tune_cpuset_parse_list(ret, buf);
+        return tune_cpuset_parse_list(ret, text);
 }
 
 /* The cpuset files of cgroup `rel` below mount `mnt`, walking up to the nearest ancestor
