@@ -348,8 +348,20 @@ int connector_subscribe(Connector *c) {
                 (void) setsockopt(c->fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
         }
         (void) getsockopt(c->fd, SOL_SOCKET, SO_RCVBUF, &c->stats.rcvbuf, &sl);
-        if (bind(c->fd, (struct sockaddr *) &addr, sizeof addr) < 0)
-                return log_error_errno(errno, "Failed to join the process connector's multicast group: %m");
+        if (bind(c->fd, (struct sockaddr *) &addr, sizeof addr) < 0) {
+                int e = errno;
+                const char *hint = e == EPERM ? namespace_hint() : "";
+
+                /* Newer kernels (6.18 here) refuse the join itself outside the initial user
+                 * namespace, where older ones took it and ignored the subscription below. */
+                if (*hint)
+                        return log_error_errno(e, "Failed to join the process connector's multicast group: %m. The "
+                                                  "kernel refuses it outside the initial user and PID namespaces "
+                                                  "(containers, unshare -U, unshare -p): npu-tuned must run in the "
+                                                  "host's namespaces.%s",
+                                               hint);
+                return log_error_errno(e, "Failed to join the process connector's multicast group: %m");
+        }
 
         /* Two requests: the 6.6+ form with every event (older kernels ignore it, newer
          * ones ack it), then the classic form that every kernel acks. Their acks tell
