@@ -39,6 +39,11 @@ static void make(tune_affinity_record *rec) {
         rec->originals.n_sets = 2;
 }
 
+/* An attribution file's text (daemon/state/attribution-store.c) with every byte the
+ * record escapes. */
+#define ATTRIBUTION "npu-tuned-attribution 1\npid 1234\nsource env\naccelerators npu:0,npu:1\n" \
+        "env ASCEND_RT_VISIBLE_DEVICES=0,1\nenv P=/opt/x\"y\\z\t\x01\x7f\xc3\xa9\n"
+
 static void test_roundtrip(void **state) {
         _cleanup_(tune_affinity_record_done) tune_affinity_record rec = {}, back = {};
         _cleanup_free_ char *text = NULL, *again = NULL;
@@ -59,9 +64,22 @@ static void test_roundtrip(void **state) {
         assert_int_equal(back.originals.n_sets, 2);
         for (unsigned i = 0; i < 2; i++)
                 assert_true(tune_cpuset_equal(&back.originals.sets[i], &rec.originals.sets[i]));
+        assert_null(back.attribution);
         assert_int_equal(tune_affinity_record_format(&back, &again), 0);
         assert_string_equal(text, again);
         assert_non_null(strstr(text, ",\"sets\":[\"0\",\"1-3,8\"]}"));
+
+        /* The daemon's text kept with it comes back byte for byte. */
+        tune_affinity_record_done(&back);
+        free(text);
+        free(again);
+        text = again = NULL;
+        rec.attribution = strdup(ATTRIBUTION);
+        assert_int_equal(tune_affinity_record_format(&rec, &text), 0);
+        assert_int_equal(tune_affinity_record_parse(text, strlen(text), &back), 0);
+        assert_string_equal(back.attribution, ATTRIBUTION);
+        assert_int_equal(tune_affinity_record_format(&back, &again), 0);
+        assert_string_equal(text, again);
 }
 
 /* The hand-made text is what json-c itself writes for the same object. */
@@ -88,6 +106,18 @@ static void test_layout_is_json_c_plain(void **state) {
         o = json_tokener_parse(text);
         assert_non_null(o);
         const char *plain = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+        assert_int_equal(strlen(text), strlen(plain) + 1);
+        assert_memory_equal(text, plain, strlen(plain));
+        json_object_put(o);
+        /* With the daemon's text: escaped as json-c escapes it, byte for byte. */
+        free(text);
+        text = NULL;
+        rec.attribution = strdup(ATTRIBUTION);
+        assert_int_equal(tune_affinity_record_format(&rec, &text), 0);
+        o = json_tokener_parse(text);
+        assert_non_null(o);
+        assert_string_equal(json_object_get_string(json_object_object_get(o, "attribution")), ATTRIBUTION);
+        plain = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
         assert_int_equal(strlen(text), strlen(plain) + 1);
         assert_memory_equal(text, plain, strlen(plain));
         json_object_put(o);
@@ -143,6 +173,13 @@ static void test_bad_contents(void **state) {
                   "\"sets\":\"0\"}", -EBADMSG },
                 { "{\"version\":1,\"boot_id\":\"\",\"pid\":1,\"start_time\":5,\"restore_on_stop\":true,\"threads\":[],"
                   "\"sets\":[\"x\"]}", -EBADMSG },
+                /* attribution: optional, a string */
+                { "{\"version\":1,\"boot_id\":\"\",\"pid\":1,\"start_time\":5,\"restore_on_stop\":true,\"threads\":[],"
+                  "\"sets\":[],\"attribution\":\"a\\nb\"}", 0 },
+                { "{\"version\":1,\"boot_id\":\"\",\"pid\":1,\"start_time\":5,\"restore_on_stop\":true,\"threads\":[],"
+                  "\"sets\":[],\"attribution\":5}", -EBADMSG },
+                { "{\"version\":1,\"boot_id\":\"\",\"pid\":1,\"start_time\":5,\"restore_on_stop\":true,\"threads\":[],"
+                  "\"sets\":[],\"attribution\":null}", -EBADMSG },
         };
 
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {

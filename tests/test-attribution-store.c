@@ -2,8 +2,8 @@
 /* What a managed process was attributed from, kept in the state directory across a
  * restart (daemon/state/attribution-store.c): the text round-trips; a file that is not
  * exactly what the daemon writes is refused (its values are a process's own words);
- * loading skips and, for the daemon, removes what it cannot use; an untrusted directory
- * is refused. */
+ * loading skips and, for the daemon, removes what it cannot use; a record's copy is
+ * adopted only where there is no file; an untrusted directory is refused. */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -230,6 +230,50 @@ static void test_save_load_prune(void **state) {
 }
 
 /* A directory others may write is refused before anything is read. */
+static char *slurp(const char *name) {
+        char path[128], *text = calloc(1, 8192);
+        int fd;
+        ssize_t n;
+
+        snprintf(path, sizeof path, "%s/%s", dir, name);
+        assert_non_null(text);
+        fd = open(path, O_RDONLY);
+        assert_true(fd >= 0);
+        n = read(fd, text, 8191);
+        assert_true(n >= 0);
+        close(fd);
+        return text;
+}
+
+/* The text an affinity record kept (restore.c) becomes the process's file, as it was,
+ * unless the process has one already (written after the record: the newer); a text that
+ * is not that process's is refused and nothing is written. */
+static void test_adopt(void **state) {
+        char *vars[] = { (char *) "EDU_VISIBLE_DEVICES=1,0" };
+        attribution_saved one = { .pid = 300, .start_time = 3000, .env_start = 10, .env_end = 20,
+                                  .env = env_of(vars, 1, 300, false) };
+        tune_attribution a = { .source = TUNE_ATTRIBUTION_ENV };
+        char *text = NULL, *got;
+        (void) state;
+
+        assert_int_equal(attribution_saved_format(&one, &a, &text), 0);
+        assert_int_equal(attribution_store_adopt(dir, 300, text), 0);
+        got = slurp("attribution-300");
+        assert_string_equal(got, text);
+        free(got);
+
+        put("attribution-300", "newer", 0600);
+        assert_int_equal(attribution_store_adopt(dir, 300, text), 0);
+        got = slurp("attribution-300");
+        assert_string_equal(got, "newer");
+        free(got);
+
+        assert_int_equal(attribution_store_adopt(dir, 301, text), -EBADMSG);
+        assert_int_equal(attribution_store_adopt(dir, 301, "npu-tuned-attribution 1\npid 301\n"), -EBADMSG);
+        assert_false(exists("attribution-301"));
+        free(text);
+}
+
 static void test_untrusted_dir(void **state) {
         attribution_saved *l = NULL;
         size_t n = 0;
@@ -251,6 +295,7 @@ int main(void) {
                 cmocka_unit_test(test_exact_bytes),
                 cmocka_unit_test(test_refused_texts),
                 cmocka_unit_test_setup_teardown(test_save_load_prune, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_adopt, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_untrusted_dir, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

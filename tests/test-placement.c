@@ -28,6 +28,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "attribution-store.h"
 #include "fake-proc.h"
 #include "fake-topology.h"
 #include "npu-tuned/affinity-record.h"
@@ -72,12 +73,17 @@ static int fake_set(void *userdata, pid_t tid, const tune_cpuset *cpus) {
         return tune_cpuset_copy(&k->masks[i], cpus);
 }
 
-/* A task on mask (a new thread: its creator's, as clone() gives it). */
+/* A task on mask (a new thread: its creator's, as clone() gives it); a tid seen before is
+ * a new task that reuses it. */
 static void fake_task_add(fake_kernel *k, pid_t tid, const tune_cpuset *mask) {
-        assert_true(k->n < MAX_TASKS);
-        k->tids[k->n] = tid;
-        assert_int_equal(tune_cpuset_copy(&k->masks[k->n], mask), 0);
-        k->n++;
+        int i = fake_index(k, tid);
+
+        if (i < 0) {
+                assert_true(k->n < MAX_TASKS);
+                i = (int) k->n++;
+                k->tids[i] = tid;
+        }
+        assert_int_equal(tune_cpuset_copy(&k->masks[i], mask), 0);
 }
 
 static const tune_cpuset *fake_mask(const fake_kernel *k, pid_t tid) {
@@ -103,16 +109,19 @@ static void assert_mask(const fake_kernel *k, pid_t tid, const char *want) {
 /* ---- the world ---- */
 
 /* The rule, its memory section apart. */
-#define POLICY(memory) \
+#define POLICY_RESTORE(memory, restore) \
         "{ \"version\": 1," \
         "  \"accelerators\": { \"kinds\": [ { \"name\": \"edu\", \"pci_id\": \"1234:11e8\" } ] }," \
         "  \"processes\": [ { \"name\": \"server\", \"match\": { \"comm\": \"server\", \"user\": 0 }," \
         "    \"accelerators\": [ \"edu:0\" ]," \
         "    \"threads\": { \"control\": { \"main_thread\": true, \"names\": [ \"acl*\" ], \"cpus\": 1 }," \
         "                   \"compute\": { \"cpus\": 0 } }," \
-        "    \"memory\": " memory ", \"binding\": \"daemon\", \"restore_on_stop\": true } ] }"
+        "    \"memory\": " memory ", \"binding\": \"daemon\", \"restore_on_stop\": " restore " } ] }"
+#define POLICY(memory) POLICY_RESTORE(memory, "true")
 
 static const char policy_json[] = POLICY("{ \"migrate\": false }");
+/* Nothing to give back at a stop: no affinity record. */
+static const char policy_keep_json[] = POLICY_RESTORE("{ \"migrate\": false }", "false");
 /* Its memory moved at once (no settle delay, no rate limit). */
 static const char policy_memory_json[] = POLICY("{ \"migrate\": true, \"settle_delay_ms\": 0, \"rate_mib_s\": 0 }");
 
@@ -298,6 +307,10 @@ static int setup(void **state) {
         return setup_with(state, policy_json);
 }
 
+static int setup_keep(void **state) {
+        return setup_with(state, policy_keep_json);
+}
+
 static int setup_memory(void **state) {
         return setup_with(state, policy_memory_json);
 }
@@ -446,9 +459,54 @@ static int on_busy(sd_event_source *s, int fd, uint32_t revents, void *userdata)
         return 0; /* left readable: ready again at every turn */
 }
 
-/* What it was attributed from is kept once the events in hand are handled (the loop's
- * next turn), not on the way to its threads' pins; gone with it when it exits first; kept
- * at once when the daemon stops first (a restart's worth). */
+/* Under a rule that restores at a stop, what it was attributed from is in its affinity
+ * record, written before its first pin, and in no file of its own; gone with the record
+ * when it exits; in a file of its own when the daemon stops (the record goes with the
+ * restore), for the next start. */
+static void test_attribution_in_record(void **state) {
+        world *t = *state;
+        char name[64];
+
+        snprintf(name, sizeof name, "attribution-%d", PID);
+        put_process(t);
+        fake_event_exec(t->w, PID);
+        assert_role(t, PID, TUNE_ROLE_CONTROL);
+        while (sd_event_run(t->event, 0) > 0)
+                ;
+        assert_false(state_file_exists(t, name));
+        {
+                _cleanup_(tune_affinity_record_done) tune_affinity_record rec = {};
+                _cleanup_(attribution_saved_done) attribution_saved saved = {};
+
+                assert_int_equal(tune_affinity_record_load(t->state_dir, PID, &rec), 0);
+                assert_non_null(rec.attribution);
+                assert_int_equal(attribution_saved_parse(rec.attribution, &saved), 0);
+                assert_int_equal(saved.pid, PID);
+                assert_int_equal(saved.start_time, 5000);
+                assert_string_equal(saved.source, "rule");
+                assert_string_equal(saved.accels, "edu:0");
+        }
+
+        /* It exits: its record goes, and with it what it was attributed from. */
+        drop(t, PID);
+        fake_event_exit(t->w, PID, PID);
+        assert_false(record_exists(t));
+        assert_false(state_file_exists(t, name));
+
+        /* Again, and the daemon stops: its record goes with the restore, its file stays. */
+        put_process(t);
+        fake_event_exec(t->w, PID);
+        assert_true(record_exists(t));
+        assert_false(state_file_exists(t, name));
+        watcher_release_all(t->w);
+        assert_false(record_exists(t));
+        assert_true(state_file_exists(t, name));
+}
+
+/* Under a rule with nothing to give back (no record), what it was attributed from is kept
+ * once the events in hand are handled (the loop's next turn), not on the way to its
+ * threads' pins; gone with it when it exits first; kept at once when the daemon stops
+ * first (a restart's worth). */
 static void test_attribution_after_batch(void **state) {
         world *t = *state;
         char name[64];
@@ -545,7 +603,8 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_story, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_restore_on_stop, setup, teardown),
-                cmocka_unit_test_setup_teardown(test_attribution_after_batch, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_attribution_in_record, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_attribution_after_batch, setup_keep, teardown),
                 cmocka_unit_test_setup_teardown(test_memory, setup_memory, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

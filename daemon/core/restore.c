@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "attribution-store.h"
 #include "knobs.h"
 #include "log.h"
 #include "npu-tuned/affinity.h"
@@ -29,6 +30,20 @@ static bool record_predates_boot(const char *state_dir, pid_t pid) {
             lstat(path, &st) < 0 || clock_gettime(CLOCK_REALTIME, &real) < 0 || clock_gettime(CLOCK_BOOTTIME, &boot) < 0)
                 return false;
         return st.st_mtim.tv_sec < real.tv_sec - boot.tv_sec - 1;
+}
+
+/* What a running process was attributed from, kept in its record (placement-records.c),
+ * goes to its own file before the record goes: the next start reads it from there. */
+static void keep_attribution(const char *state_dir, const tune_affinity_record *rec) {
+        int r;
+
+        if (!rec->attribution)
+                return;
+        r = attribution_store_adopt(state_dir, rec->originals.pid, rec->attribution);
+        if (r < 0)
+                log_warning_errno(r, "Failed to keep what pid %d was attributed from, from its affinity record, in %s; "
+                                     "a restart will look again: %m",
+                                  rec->originals.pid, state_dir);
 }
 
 /* Give one recorded process its originals back. Returns < 0 when it could not be
@@ -62,9 +77,10 @@ static int restore_record(const tune_ctx *ctx, const char *state_dir, const char
                 return log_error_errno(r, "Failed to read the affinity record of pid %d in %s: %m", pid, state_dir);
         if (*rec.boot_id && boot_id && *boot_id && !streq(rec.boot_id, boot_id))
                 log_info("The affinity record of pid %d is from an earlier boot: discarding it.", pid);
-        else if (!rec.restore_on_stop)
+        else if (!rec.restore_on_stop) {
                 log_info("pid %d keeps its CPU affinity (its rule says restore_on_stop: false).", pid);
-        else {
+                keep_attribution(state_dir, &rec);
+        } else {
                 r = tune_affinity_restore(ctx, NULL, &rec.originals, &stats);
                 if (r == -ESRCH || r == -ENOENT)
                         log_info("pid %d (start time %llu) is gone: nothing to give back.", pid,
@@ -72,9 +88,11 @@ static int restore_record(const tune_ctx *ctx, const char *state_dir, const char
                 else if (r < 0)
                         return log_warning_errno(r, "Failed to give pid %d its original CPU affinity back: %m; its "
                                                     "record is kept.", pid);
-                else
+                else {
                         log_info("Gave %u thread(s) of pid %d their original CPU affinity back%s.", stats.set, pid,
                                  stats.skipped ? " (threads that re-bound themselves were left alone)" : "");
+                        keep_attribution(state_dir, &rec);
+                }
         }
         r = tune_affinity_record_delete(state_dir, pid);
         if (r < 0)

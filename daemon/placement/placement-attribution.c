@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* What each managed process was attributed from, kept in the state directory
  * (daemon/state/attribution-store.h) so that a restarted daemon attributes it the same
- * way: written after its match (once the events in hand are handled) and when its
- * environment or accelerators change, removed when it goes, kept when the daemon stops. */
+ * way. A process with an affinity record has it kept there, in the record's one write
+ * before its first pin (placement-records.c); its file is written only when the daemon
+ * stops (the record goes with the restore) or when what it was attributed from changes
+ * without a new record. Any other process's file is written after its match (once the
+ * events in hand are handled) and when its environment or accelerators change. The file
+ * goes when the process does, and is kept when the daemon stops. */
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -13,20 +17,38 @@
 #include "npu-tuned/state-dir.h"
 #include "placement-internal.h"
 
+/* What there is to keep of mp: nothing (0) in a dry run, without an environment (only an
+ * environment can be lost: setproctitle wipes it), or one read back from its file, which
+ * is there as it was (1). */
+static int keepable(const Placement *p, const managed_process *mp, attribution_saved *ret) {
+        if (!mp->userdata || p->dry_run || !tune_env_capture_usable(&mp->env))
+                return 0;
+        if (mp->env.restored)
+                return 1;
+        *ret = (attribution_saved) { .pid = mp->pid, .start_time = mp->start_time, .env_start = mp->env_start,
+                                     .env_end = mp->env_end, .env = mp->env };
+        return 2;
+}
+
+int attribution_text(const Placement *p, const managed_process *mp, char **ret) {
+        attribution_saved saved;
+
+        *ret = NULL;
+        if (keepable(p, mp, &saved) < 2)
+                return 0;
+        return attribution_saved_format(&saved, &mp->attribution, ret);
+}
+
 void attribution_keep(Placement *p, const managed_process *mp) {
         placed_process *pp = mp->userdata;
         attribution_saved saved;
         int dfd, r;
 
-        /* Only an environment can be lost (setproctitle wipes it). */
-        if (!pp || p->dry_run || !tune_env_capture_usable(&mp->env))
-                return;
-        if (mp->env.restored) { /* read back from its file, which is there as it was */
+        r = keepable(p, mp, &saved);
+        if (r == 1)
                 pp->attribution_kept = true;
+        if (r < 2)
                 return;
-        }
-        saved = (attribution_saved) { .pid = mp->pid, .start_time = mp->start_time, .env_start = mp->env_start,
-                                      .env_end = mp->env_end, .env = mp->env };
         dfd = p->state_dfd >= 0 ? p->state_dfd : tune_state_dir_open(p->state_dir, true);
         r = dfd < 0 ? dfd : attribution_store_save_at(dfd, &saved, &mp->attribution);
         if (dfd >= 0 && dfd != p->state_dfd)
@@ -62,7 +84,8 @@ void attribution_keep_soon(Placement *p, managed_process *mp) {
         placed_process *pp = mp->userdata;
         int r;
 
-        if (!pp || pp->attribution_due)
+        /* Its record, written before its first pin, holds it already. */
+        if (!pp || pp->attribution_due || pp->attribution_in_record)
                 return;
         if (!p->event)
                 goto now;

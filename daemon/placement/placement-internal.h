@@ -67,6 +67,10 @@ struct Placement {
 /* Per managed process: managed_process.userdata. */
 typedef struct placed_process {
         Placement *owner;
+        /* Whose userdata it is: the watcher frees the process after on_process_exit()
+         * freed this. For what needs no check that it still runs (placement_find_process()
+         * polls its pidfd). */
+        const managed_process *process;
         pid_t pid;
         uint64_t key;
         tune_affinity_originals originals;
@@ -75,6 +79,7 @@ typedef struct placed_process {
         bool recorded;
         bool attribution_kept;  /* STATE_DIR/attribution-PID holds what it was attributed from */
         bool attribution_due;   /* in owner->attribution_due, to be kept after this batch of events */
+        bool attribution_in_record; /* record.attribution holds what it was attributed from now */
         bool restore_on_stop;   /* the rule's, for the record */
         tune_affinity_backend backend; /* the owner's, recording before each set */
         sd_event_source *memory_timer; /* the settle delay, then migration steps */
@@ -133,6 +138,8 @@ void ready_drop(Placement *p);
 /* placement-attribution.c */
 /* Keep what mp was attributed from (its environment) for a restarted daemon. */
 void attribution_keep(Placement *p, const managed_process *mp);
+/* What attribution_keep() would write for mp (*ret NULL: nothing), for its affinity record. */
+int attribution_text(const Placement *p, const managed_process *mp, char **ret);
 /* The same, once the process events already received are handled: its file is a restart's
  * worth, and the threads whose events wait behind it are to be pinned first. At once when
  * there is no event loop, or the deferral fails. */

@@ -66,6 +66,13 @@ static int record_set_plan_sets(const placed_process *pp, tune_affinity_original
         return 0;
 }
 
+/* What the process was attributed from, in the same write (placement-attribution.c): no
+ * second file to write and remove for each placed process. Left out when it cannot be
+ * had: then its own file keeps it (attribution_keep_soon()). */
+static void record_set_attribution(const placed_process *pp, tune_affinity_record *rec) {
+        if (attribution_text(pp->owner, pp->process, &rec->attribution) < 0)
+                rec->attribution = NULL;
+}
 
 void ready_drop(Placement *p) {
         if (p->ready_fd < 0)
@@ -178,6 +185,8 @@ static int record_before_set(placed_process *pp, pid_t tid, const tune_cpuset *c
         if (r >= 0)
                 r = record_set_plan_sets(pp, &next.originals);
         if (r >= 0)
+                record_set_attribution(pp, &next);
+        if (r >= 0)
                 r = record_save(p, &next, !pp->recorded);
         if (r < 0) {
                 if (!p->record_error_logged)
@@ -191,6 +200,11 @@ static int record_before_set(placed_process *pp, pid_t tid, const tune_cpuset *c
         tune_affinity_record_done(&pp->record);
         pp->record = next;
         pp->recorded = true;
+        pp->attribution_in_record = next.attribution != NULL;
+        /* Its file, if it has one, is older than the record now: gone, so that a restart
+         * takes the record's (restore.c adopts it only where there is no file). */
+        if (pp->attribution_in_record)
+                attribution_forget(p, pp);
         return 0;
 }
 
@@ -232,4 +246,5 @@ void record_remove(Placement *p, placed_process *pp) {
                 log_warning_errno(r, "Failed to remove the affinity record of pid %d from %s: %m", pp->pid,
                                   p->state_dir);
         pp->recorded = false;
+        pp->attribution_in_record = false;
 }

@@ -16,6 +16,7 @@ static void on_process_matched(Watcher *w, managed_process *mp, void *userdata) 
                 return;
         }
         pp->owner = p;
+        pp->process = mp;
         pp->pid = mp->pid;
         pp->key = placement_key(mp->pid, mp->start_time);
         pp->matched_usec = placement_now_usec();
@@ -23,6 +24,9 @@ static void on_process_matched(Watcher *w, managed_process *mp, void *userdata) 
         pp->originals.start_time = mp->start_time;
         pp->backend = recording_backend(pp);
         mp->userdata = pp;
+        /* Its file from the run before a restart is there still (manager_keep_attributions()):
+         * replaced or removed as one this run wrote. */
+        pp->attribution_kept = watcher_keeps_attribution(w, mp->pid, mp->start_time);
         pp->binder = binding_decide(mp, pp->binding_why, sizeof pp->binding_why);
         /* Only the watch window compares against it (on_binding_timer()); a process we pin
          * now has its mask read once more, as its original, right before its first pin. */
@@ -58,6 +62,8 @@ static void on_process_changed(Watcher *w, managed_process *mp, unsigned changes
         if (changes & (WATCHER_CHANGE_RULE | WATCHER_CHANGE_ACCELS | WATCHER_CHANGE_EXEC)) {
                 /* Its memory home may have changed with its accelerators. */
                 memory_reset(pp);
+                /* Its record's text is out of date, until a new record says it again. */
+                pp->attribution_in_record = false;
         }
         uint64_t before = reaction_begin(p);
         (void) refresh_cpuset(p, mp, pp);
@@ -113,10 +119,13 @@ static void on_process_exit(Watcher *w, managed_process *mp, watcher_exit_reason
         Placement *p = userdata;
         placed_process *pp = mp->userdata;
         tune_keys changed = {};
-        bool keep_record = false;
+        bool keep_record = false, keep_attribution;
 
         if (!pp)
                 return;
+        /* Its record goes with the restore below: what it kept is written to a file of its
+         * own for the next start, as a deferred one is. */
+        keep_attribution = pp->attribution_due || (pp->attribution_in_record && !pp->attribution_kept);
         if ((reason == WATCHER_EXIT_STOP && mp->rule->restore_on_stop) || reason == WATCHER_EXIT_RELEASED) {
                 tune_affinity_stats stats = {};
                 int r = tune_affinity_restore(p->ctx, p->affinity, &pp->originals, &stats);
@@ -141,8 +150,8 @@ static void on_process_exit(Watcher *w, managed_process *mp, watcher_exit_reason
                 record_remove(p, pp);
         if (reason != WATCHER_EXIT_STOP)
                 attribution_forget(p, pp);
-        else if (pp->attribution_due) {
-                /* The daemon stops before it came to it: kept now, for the next start. */
+        else if (keep_attribution) {
+                /* The daemon stops: kept now, for the next start. */
                 pp->attribution_due = false;
                 attribution_keep(p, mp);
         }

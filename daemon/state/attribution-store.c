@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "attribution-store.h"
@@ -251,6 +253,31 @@ int attribution_store_save_at(int dfd, const attribution_saved *s, const tune_at
                 return r;
         file_name(s->pid, name);
         return tune_state_file_replace_at(dfd, name, text);
+}
+
+int attribution_store_adopt(const char *state_dir, pid_t pid, const char *text) {
+        _cleanup_(attribution_saved_done) attribution_saved saved = {};
+        char name[64];
+        struct stat st;
+        int dfd, r;
+
+        r = attribution_saved_parse(text, &saved);
+        if (r < 0)
+                return r;
+        if (saved.pid != pid)
+                return -EBADMSG;
+        dfd = tune_state_dir_open(state_dir, true);
+        if (dfd < 0)
+                return dfd;
+        file_name(pid, name);
+        if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) >= 0)
+                r = 0; /* written after the record: newer */
+        else if (errno != ENOENT)
+                r = -errno;
+        else
+                r = tune_state_file_create_at(dfd, name, text);
+        close(dfd);
+        return r;
 }
 
 int attribution_store_remove_at(int dfd, pid_t pid) {

@@ -47,6 +47,11 @@ int attribution_saved_name_pid(const char *name, pid_t *ret);
 /* Write (replace) one, for a caller that holds the state directory open at dfd: s's pid,
  * start time, place of the environment and env; a's accelerators and source. */
 int attribution_store_save_at(int dfd, const attribution_saved *s, const tune_attribution *a);
+/* Make pid's file of text, what attribution_saved_format() wrote for pid and was kept
+ * in its affinity record instead (placement-records.c), unless pid has a file already: one
+ * is written only when the record's text is out of date, so it is the newer. 0 either way;
+ * -EBADMSG when text is not pid's. */
+int attribution_store_adopt(const char *state_dir, pid_t pid, const char *text);
 /* Remove one (0 if there was none). */
 int attribution_store_remove_at(int dfd, pid_t pid);
 int attribution_store_remove(const char *state_dir, pid_t pid);

@@ -244,6 +244,13 @@ bool watcher_remembered_env(Watcher *w, pid_t pid, uint64_t start_time, tune_env
         return false;
 }
 
+bool watcher_keeps_attribution(Watcher *w, pid_t pid, uint64_t start_time) {
+        for (unsigned i = 0; i < w->n_remembered; i++)
+                if (w->remembered[i].pid == pid && w->remembered[i].start_time == start_time)
+                        return true;
+        return false;
+}
+
 int watcher_remembered_add(Watcher *w, pid_t pid, uint64_t start_time, const tune_env_capture *env) {
         watcher_remembered *l;
 

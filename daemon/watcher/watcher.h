@@ -149,6 +149,8 @@ int watcher_keep_released(Watcher *w, pid_t pid, uint64_t start_time);
  * (env.restored). -ESRCH: not that process; -ENOSPC: max_managed kept already. */
 int watcher_keep_attribution(Watcher *w, pid_t pid, uint64_t start_time, uint64_t env_start, uint64_t env_end,
                              const tune_env_capture *env);
+/* Whether a previous run's capture of pid (started at start_time) was kept so. */
+bool watcher_keeps_attribution(Watcher *w, pid_t pid, uint64_t start_time);
 
 /* Why a process a rule matches is not managed, in words for explain: released (Release(),
  * until it execs again), refused for a full table, over its user's share, or "" when the

@@ -24,7 +24,8 @@
  * tune_affinity_originals holds them; a thread missing from the record whose mask lies
  * inside one of the sets or of the applied ones was placed by us after the write (or
  * inherited our set) and gets the process's original (tune_affinity_restore()). "sets"
- * may be absent (records of earlier builds). A record that does not parse is -EBADMSG,
+ * may be absent (records of earlier builds). An optional last member, "attribution", is a
+ * string the daemon keeps with the record (tune_affinity_record.attribution). A record that does not parse is -EBADMSG,
  * one from a newer version -EPROTONOSUPPORT. */
 
 #include <stdbool.h>
@@ -42,6 +43,10 @@ typedef struct tune_affinity_record {
         char *boot_id;                 /* "" unknown */
         bool restore_on_stop;          /* the rule's, when written */
         tune_affinity_originals originals; /* pid, start_time, threads (sorted by tid) */
+        /* The daemon's own text of what the process was attributed from (its attribution
+         * file's, daemon/state/attribution-store.h), kept here so that the process's one
+         * record write keeps both; NULL none. Opaque to libtune. */
+        char *attribution;
 } tune_affinity_record;
 
 void tune_affinity_record_done(tune_affinity_record *rec);

@@ -17,6 +17,7 @@
 
 void tune_affinity_record_done(tune_affinity_record *rec) {
         free(rec->boot_id);
+        free(rec->attribution);
         tune_affinity_originals_done(&rec->originals);
         *rec = (tune_affinity_record){};
 }
@@ -55,9 +56,11 @@ int tune_affinity_originals_copy(tune_affinity_originals *dst, const tune_affini
  * into one buffer (a json-c tree and its serialiser cost ten times as much), in exactly
  * the layout json-c writes with JSON_C_TO_STRING_PLAIN, and parsed back with json-c. */
 
-/* A JSON string; anything but letters, digits and '-' (a boot id has no other) escaped. */
+/* A JSON string, escaped as json-c escapes it (so that what json-c reads back is the same
+ * bytes): every byte from ' ' up as it is but '"', '\\' and '/', the control characters
+ * json-c names by letter so, the others as \u00XX. */
 static bool plain_json(unsigned char c) {
-        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-';
+        return c >= ' ' && c != '"' && c != '\\' && c != '/';
 }
 
 static void put_quoted(tune_text *t, const char *s) {
@@ -68,11 +71,17 @@ static void put_quoted(tune_text *t, const char *s) {
                         n++;
                 tune_text_put(t, s, n); /* a run of plain bytes in one copy */
                 s += n;
-                if (*s) {
+                if (!*s)
+                        break;
+                unsigned char c = (unsigned char) *s++;
+                const char *named = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '/' ? "\\/" : c == '\n' ? "\\n" :
+                                    c == '\t' ? "\\t" : c == '\r' ? "\\r" : c == '\b' ? "\\b" : c == '\f' ? "\\f" : NULL;
+                if (named)
+                        tune_text_put(t, named, 2);
+                else {
                         char esc[8];
-                        snprintf(esc, sizeof esc, "\\u%04x", (unsigned char) *s);
+                        snprintf(esc, sizeof esc, "\\u%04x", c);
                         tune_text_put(t, esc, 6);
-                        s++;
                 }
         }
         tune_text_put(t, "\"", 1);
@@ -127,7 +136,12 @@ int tune_affinity_record_format(const tune_affinity_record *rec, char **ret) {
                         tune_text_put(&t, ",", 1);
                 put_set(&t, &rec->originals.sets[i]);
         }
-        tune_text_put_str(&t, "]}\n");
+        tune_text_put(&t, "]", 1);
+        if (rec->attribution) {
+                tune_text_put_str(&t, ",\"attribution\":");
+                put_quoted(&t, rec->attribution);
+        }
+        tune_text_put_str(&t, "}\n");
         return tune_text_take(&t, ret);
 }
 
@@ -230,6 +244,15 @@ static int parse_object(json_object *o, tune_affinity_record *rec) {
                         if (r < 0)
                                 return -EBADMSG;
                 }
+        }
+        /* Optional: the daemon's text, when it kept what the process was attributed from here. */
+        json_object *attribution;
+        if (json_object_object_get_ex(o, "attribution", &attribution)) {
+                if (!json_object_is_type(attribution, json_type_string))
+                        return -EBADMSG;
+                rec->attribution = strdup(json_object_get_string(attribution));
+                if (!rec->attribution)
+                        return -ENOMEM;
         }
         if (rec->originals.n > 1)
                 qsort(rec->originals.entries, rec->originals.n, sizeof(tune_affinity_entry), cmp_entry);

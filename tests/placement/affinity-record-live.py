@@ -8,10 +8,12 @@ thread's Cpus_allowed_list), not from the daemon's log:
   1. kill -9 of the daemon leaves the threads placed (the kill really skipped the restore),
      and STATE/affinity-PID.json exists; `npu-tuned --restore` then gives every thread its
      original back, except the main thread, which the test re-bound itself meanwhile (left
-     alone), and removes the record;
+     alone), and removes the record; what the process was attributed from, kept in the
+     record, is then in its own file (attribution-PID), which the next start reads;
   2. kill -9, then START the daemon again (it restores the leftover record before it places
      the process again), then SIGTERM: every thread is back on its TRUE original, not on
-     the first run's CPUs (the tuned-after-SIGKILL trap);
+     the first run's CPUs (the tuned-after-SIGKILL trap), and what it was attributed from is
+     in its own file for the next start;
   3. a hand-made record naming a live process with another start time (a reused pid) is
      ignored and removed: the process's affinity is untouched; the same record with the
      right start time does restore it (so the check above can fail).
@@ -79,6 +81,12 @@ with tempfile.TemporaryDirectory() as tmp:
             rec = json.load(f)
         if rec["pid"] != pid or rec["start_time"] != start_time(pid) or rec["restore_on_stop"] is not True:
             fail(f"record does not name the process: {rec}")
+        # What it was attributed from is in the same write, and in no file of its own.
+        attribution = rec.get("attribution", "")
+        if not attribution.startswith(f"npu-tuned-attribution 1\npid {pid}\n"):
+            fail(f"the record does not hold what pid {pid} was attributed from: {rec}")
+        if os.path.exists(os.path.join(run.state_dir, f"attribution-{pid}")):
+            fail("the record holds what it was attributed from, yet its own file was written too")
         run.kill_daemon()
         time.sleep(0.2)
         if affinities(pid) != placed:
@@ -92,8 +100,12 @@ with tempfile.TemporaryDirectory() as tmp:
             fail(f"--restore overrode the main thread's own binding: {sorted(allowed(pid, pid))}")
         if records(run.state_dir, ready=True):
             fail(f"records left after --restore: {records(run.state_dir, ready=True)}")
+        # The record's attribution outlives it, in the file the next start reads.
+        with open(os.path.join(run.state_dir, f"attribution-{pid}")) as f:
+            if f.read() != attribution:
+                fail("--restore did not keep the record's attribution, as it was, in its own file")
         print(f"ok: --restore gave {len(placed) - 1} threads {sorted(original)} back, left the re-bound main "
-              "thread alone and removed the record")
+              "thread alone, removed the record and kept what the process was attributed from")
     finally:
         run.close()
 
@@ -119,6 +131,8 @@ with tempfile.TemporaryDirectory() as tmp:
             fail(f"the second run recorded our old values as originals: {bad}")
         run.stop_daemon()
         assert_all_original(pid, "after kill -9, restart and SIGTERM")
+        if not os.path.exists(os.path.join(run.state_dir, f"attribution-{pid}")):
+            fail("the daemon stopped and its record went, but what the process was attributed from was not kept")
         if records(run.state_dir, ready=True):
             fail(f"records left after SIGTERM: {records(run.state_dir, ready=True)}")
         print(f"ok: kill -9, restart, SIGTERM: every thread back on {sorted(original)}, record removed")
