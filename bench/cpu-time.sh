@@ -54,7 +54,7 @@ col() { # PINNER KIND
         for r in $(seq "$rounds"); do vals+=("${cost[$1-$2-$r]}"); done
         median "${vals[@]}"
 }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else printf "-" }'; }
 echo "CPU time (us, system calls included), medians of $rounds rounds; $runs matched processes of 5 threads, $execs unmatched execs"
 for pinner in "${pinners[@]}"; do
         case $pinner in npu-ext4*) echo "$pinner state dir: $bench_tmp_disk/state ($(fs_of "$bench_tmp_disk"))" ;; npu-tmpfs*) echo "$pinner state dir: $bench_tmp_shm/state ($(fs_of "$bench_tmp_shm"))" ;; esac
@@ -70,7 +70,9 @@ else
         echo "| pinner | per matched process us | / floor | per 1000 unmatched execs us | / floor | idle us/s (host's events) |"
         echo "|---|---|---|---|---|---|"
 fi
-fm=$(col floor matched) fu=$(col floor unmatched)
+# Without the floor in the run its ratio columns say "-".
+fm=0 fu=0
+for pinner in "${pinners[@]}"; do [ "$pinner" = floor ] && { fm=$(col floor matched); fu=$(col floor unmatched); }; done
 for pinner in "${pinners[@]}"; do
         m=$(col "$pinner" matched) u=$(col "$pinner" unmatched)
         if [ -n "$ff" ]; then
