@@ -233,22 +233,24 @@ bool watcher_ancestor_env(Watcher *w, const Entry *e, size_t own_len, tune_env_c
         return false;
 }
 
-bool watcher_remembered_env(Watcher *w, pid_t pid, uint64_t start_time, tune_env_capture *ret) {
+static const watcher_remembered *remembered_find(const Watcher *w, pid_t pid, uint64_t start_time) {
         for (unsigned i = 0; i < w->n_remembered; i++)
-                if (w->remembered[i].pid == pid && w->remembered[i].start_time == start_time) {
-                        if (tune_env_capture_copy(ret, &w->remembered[i].env) < 0)
-                                return false;
-                        ret->restored = true;
-                        return true;
-                }
-        return false;
+                if (w->remembered[i].pid == pid && w->remembered[i].start_time == start_time)
+                        return &w->remembered[i];
+        return NULL;
+}
+
+bool watcher_remembered_env(Watcher *w, pid_t pid, uint64_t start_time, tune_env_capture *ret) {
+        const watcher_remembered *r = remembered_find(w, pid, start_time);
+
+        if (!r || tune_env_capture_copy(ret, &r->env) < 0)
+                return false;
+        ret->restored = true;
+        return true;
 }
 
 bool watcher_keeps_attribution(Watcher *w, pid_t pid, uint64_t start_time) {
-        for (unsigned i = 0; i < w->n_remembered; i++)
-                if (w->remembered[i].pid == pid && w->remembered[i].start_time == start_time)
-                        return true;
-        return false;
+        return remembered_find(w, pid, start_time) != NULL;
 }
 
 int watcher_remembered_add(Watcher *w, pid_t pid, uint64_t start_time, const tune_env_capture *env) {
