@@ -234,6 +234,8 @@ bool watcher_ancestor_env(Watcher *w, const Entry *e, size_t own_len, tune_env_c
 }
 
 static const watcher_remembered *remembered_find(const Watcher *w, pid_t pid, uint64_t start_time) {
+        if (start_time > w->remembered_latest_start)
+                return NULL; /* started after them: every match since the restart asks */
         for (unsigned i = 0; i < w->n_remembered; i++)
                 if (w->remembered[i].pid == pid && w->remembered[i].start_time == start_time)
                         return &w->remembered[i];
@@ -267,6 +269,8 @@ int watcher_remembered_add(Watcher *w, pid_t pid, uint64_t start_time, const tun
                 return -ENOMEM;
         l[w->n_remembered].env.state = TUNE_ENV_READ;
         w->n_remembered++;
+        if (start_time > w->remembered_latest_start)
+                w->remembered_latest_start = start_time;
         return 0;
 }
 
@@ -276,6 +280,7 @@ void watcher_remembered_done(Watcher *w) {
         free(w->remembered);
         w->remembered = NULL;
         w->n_remembered = 0;
+        w->remembered_latest_start = 0;
 }
 
 void watcher_ancestry_done(Watcher *w) {

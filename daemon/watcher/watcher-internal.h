@@ -136,6 +136,9 @@ struct Watcher {
         watcher_uid_reads uid_reads[16];
         watcher_remembered *remembered; /* environments a daemon before a restart captured (watcher_keep_attribution()) */
         unsigned n_remembered;
+        /* The latest start time among them: a process started after it (every one started
+         * since the restart) is none of them, and is not looked for. */
+        uint64_t remembered_latest_start;
         struct { pid_t pid; uint64_t start_time; } *refused; /* matches refused for a full table, oldest first */
         unsigned n_refused;
         sd_event_source *retry_source; /* re-evaluates them once room frees up (watcher-match.c; enabled by
