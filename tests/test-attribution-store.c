@@ -229,7 +229,6 @@ static void test_save_load_prune(void **state) {
         close(dfd);
 }
 
-/* A directory others may write is refused before anything is read. */
 static char *slurp(const char *name) {
         char path[128], *text = calloc(1, 8192);
         int fd;
@@ -274,6 +273,7 @@ static void test_adopt(void **state) {
         free(text);
 }
 
+/* A directory others may write is refused before anything is read. */
 static void test_untrusted_dir(void **state) {
         attribution_saved *l = NULL;
         size_t n = 0;
