@@ -70,8 +70,7 @@ static int record_set_plan_sets(const placed_process *pp, tune_affinity_original
  * second file to write and remove for each placed process. Left out when it cannot be
  * had: then its own file keeps it (attribution_keep_soon()). */
 static void record_set_attribution(const placed_process *pp, tune_affinity_record *rec) {
-        if (attribution_text(pp->owner, pp->process, &rec->attribution) < 0)
-                rec->attribution = NULL;
+        (void) attribution_text(pp->owner, pp->process, &rec->attribution); /* NULL on failure */
 }
 
 void ready_drop(Placement *p) {
