@@ -5,7 +5,8 @@
  * thread of it on its FORK event. No policy, no roles, no records, no restore: whatever
  * npu-tuned spends beyond this is the price of what it does on top.
  *
- *   floor-pinner [--facts STATE_DIR] EXE_GLOB CMDLINE_SUBSTRING CPU[,THREAD_CPU]
+ *   floor-pinner [--facts STATE_DIR [--loop] [--worker] [--record-files]] EXE_GLOB
+ *                CMDLINE_SUBSTRING CPU[,THREAD_CPU]
  *
  * With THREAD_CPU the main thread goes on CPU and every other thread on THREAD_CPU: the
  * control/compute split npu-tuned's bench rule makes, migrations included.
@@ -23,6 +24,20 @@
  * line. With THREAD_CPU it does the same job as npu-tuned under the benches' rule: what
  * npu-tuned spends beyond it is its own overhead, and what it spends beyond the bare floor
  * is the price of those facts and of the split.
+ *
+ * With --facts, three options give the floor one each of the ways npu-tuned is built, to
+ * price each apart (bench/RESULTS.md, "floor-shape"):
+ * --loop          an event loop's read: epoll_wait(2) on the socket, then recvmmsg(2)
+ *                 of what is queued (MSG_DONTWAIT), as npu-tuned's sd-event loop and its
+ *                 connector read; without it one blocking recv(2) per datagram.
+ * --worker        the command line and the environment (the reads that take the target's
+ *                 mmap_lock) read on a worker thread while the loop waits at most 100 ms
+ *                 for them, as npu-tuned's reads' guard does (docs/trust.md): a mutex, a
+ *                 condition variable and a semaphore per hand-off.
+ * --record-files  a record file per placed process instead of a line in the journal: the
+ *                 original written into a spare file made in advance, the pin, the spare
+ *                 renamed to the process's record, the next spare made; the record
+ *                 unlinked at the exit (npu-tuned's affinity record, docs/placement.md).
  *
  * An overrun (ENOBUFS) is recovered from the least costly way that finds every process
  * the lost events would have: the socket, congested after an overrun (it drops every event
@@ -44,13 +59,16 @@
 #include <linux/connector.h>
 #include <linux/netlink.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -90,6 +108,22 @@ static unsigned long resyncs, resync_drained, resync_procs, resync_threads, resy
 /* Printed at stop: environments with a visible-devices or rank variable, cpusets whose
  * memory nodes were read; journal lines that failed to go out. */
 static unsigned long facts_seen, journal_failed;
+
+/* --loop, --worker, --record-files (see the header). */
+static bool loop_read, worker_reads, record_files;
+static int state_dfd = -1, spare_fd = -1;
+
+/* --worker: one job at a time, as the loop waits for each. */
+static struct {
+        pthread_mutex_t lock;
+        pthread_cond_t work;
+        sem_t done;
+        pid_t pid; /* 0: no job */
+        char cmdline[4096], environ[4096];
+        ssize_t n_cmdline, n_environ;
+} worker = { .lock = PTHREAD_MUTEX_INITIALIZER, .work = PTHREAD_COND_INITIALIZER };
+/* The environment the worker read with the command line, for facts_place(). */
+static pid_t environ_of;
 
 #define MAX_SAMPLES 65536
 /* [0] exec, [1] new thread, in ns: from the event's timestamp, and from the start of its
@@ -319,6 +353,58 @@ static void slot_free(unsigned i) {
         }
 }
 
+static ssize_t read_proc(pid_t pid, const char *name, char *buf, size_t size);
+
+static void *worker_main(void *arg) {
+        (void) arg;
+        for (;;) {
+                pid_t pid;
+                pthread_mutex_lock(&worker.lock);
+                while (worker.pid == 0)
+                        pthread_cond_wait(&worker.work, &worker.lock);
+                pid = worker.pid;
+                pthread_mutex_unlock(&worker.lock);
+                worker.n_cmdline = read_proc(pid, "cmdline", worker.cmdline, sizeof worker.cmdline);
+                worker.n_environ = read_proc(pid, "environ", worker.environ, sizeof worker.environ);
+                pthread_mutex_lock(&worker.lock);
+                worker.pid = 0;
+                pthread_mutex_unlock(&worker.lock);
+                sem_post(&worker.done);
+        }
+        return NULL;
+}
+
+/* --worker: the command line into buf (its length, or -1), the environment kept for
+ * facts_place(); at most 100 ms (past it the floor gives up on the process; a bench's
+ * processes never take that long). */
+static ssize_t read_cmdline_on_worker(pid_t pid, char *buf, size_t size) {
+        struct timespec deadline;
+        ssize_t n;
+
+        pthread_mutex_lock(&worker.lock);
+        worker.pid = pid;
+        pthread_mutex_unlock(&worker.lock);
+        pthread_cond_signal(&worker.work);
+        clock_gettime(CLOCK_MONOTONIC, &deadline);
+        deadline.tv_nsec += 100 * 1000000L;
+        if (deadline.tv_nsec >= 1000000000L) {
+                deadline.tv_sec++;
+                deadline.tv_nsec -= 1000000000L;
+        }
+        while (sem_clockwait(&worker.done, CLOCK_MONOTONIC, &deadline) < 0)
+                if (errno != EINTR) {
+                        fprintf(stderr, "floor-pinner: the worker took over 100 ms on pid %d\n", (int) pid);
+                        exit(1);
+                }
+        n = worker.n_cmdline;
+        if (n > 0 && (size_t) n < size)
+                memcpy(buf, worker.cmdline, (size_t) n + 1);
+        else
+                n = n > 0 ? -1 : n;
+        environ_of = worker.n_environ > 0 ? pid : 0;
+        return n;
+}
+
 __attribute__((noinline)) static int matches(pid_t pid) {
         char path[64], buf[4096];
         ssize_t n;
@@ -334,7 +420,7 @@ __attribute__((noinline)) static int matches(pid_t pid) {
         if (facts) {
                 if (!real_uid_is(pid, own_uid))
                         return 0;
-                n = read_proc(pid, "cmdline", buf, sizeof buf);
+                n = worker_reads ? read_cmdline_on_worker(pid, buf, sizeof buf) : read_proc(pid, "cmdline", buf, sizeof buf);
         } else {
                 snprintf(path, sizeof path, "/proc/%d/cmdline", (int) pid);
                 f = fopen(path, "re");
@@ -353,6 +439,7 @@ __attribute__((noinline)) static int matches(pid_t pid) {
 }
 
 static void facts_thread(pid_t tgid, pid_t tid);
+static void record_file_commit(pid_t pid);
 
 /* Every thread of pid but its main one on thread_target (--facts: as on its FORK event);
  * skip_placed: those already there are left alone (one read of a mask instead of a pin:
@@ -405,7 +492,11 @@ static void facts_place(pid_t pid, int slot) {
         start = start_time_of(pid);
         if (start == 0)
                 goto not_placed;
-        n = (int) read_proc(pid, "environ", env, sizeof env);
+        if (worker_reads && environ_of == pid) {
+                n = (int) worker.n_environ; /* read with the command line */
+                memcpy(env, worker.environ, (size_t) n);
+        } else
+                n = (int) read_proc(pid, "environ", env, sizeof env);
         if (n > 0 && (memmem(env, (size_t) n, "VISIBLE_DEVICES=", 16) || memmem(env, (size_t) n, "RANK=", 5)))
                 facts_seen++;
         if (cpuset_of(pid, &allowed)) {
@@ -418,11 +509,14 @@ static void facts_place(pid_t pid, int slot) {
         if (sched_getaffinity(pid, sizeof original, &original) < 0)
                 goto not_placed;
         n = snprintf(line, sizeof line, "%d %llu %lx\n", (int) pid, start, *(unsigned long *) &original);
-        if (write(journal_fd, line, (size_t) n) != n) {
+        if (record_files ? spare_fd < 0 || pwrite(spare_fd, line, (size_t) n, 0) != n
+                         : write(journal_fd, line, (size_t) n) != n) {
                 journal_failed++;
                 goto not_placed; /* no record, no pin */
         }
         (void) sched_setaffinity(pid, sizeof target, &target);
+        if (record_files)
+                record_file_commit(pid);
         struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
         if (poll(&pfd, 1, 0) != 0)
                 /* It exited: the set may have hit the pid's next owner. Undo it, as
@@ -434,6 +528,17 @@ static void facts_place(pid_t pid, int slot) {
         return;
 not_placed:
         close(pidfd);
+}
+
+/* --record-files: the spare, written, becomes pid's record; the next spare is made. */
+static void record_file_commit(pid_t pid) {
+        char name[32];
+
+        snprintf(name, sizeof name, "record-%d", (int) pid);
+        if (renameat(state_dfd, "spare", state_dfd, name) < 0)
+                journal_failed++;
+        close(spare_fd);
+        spare_fd = openat(state_dfd, "spare", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 }
 
 /* --facts: a new thread, held by its directory across its pin. */
@@ -457,10 +562,17 @@ static void facts_thread(pid_t tgid, pid_t tid) {
 
 static void facts_exit(pid_t pid, int slot) {
         char line[32];
-        int n = snprintf(line, sizeof line, "exit %d\n", (int) pid);
+        int n;
 
-        if (write(journal_fd, line, (size_t) n) != n)
-                journal_failed++;
+        if (record_files) {
+                snprintf(line, sizeof line, "record-%d", (int) pid);
+                if (pidfds[slot] >= 0 && unlinkat(state_dfd, line, 0) < 0) /* placed: it has one */
+                        journal_failed++;
+        } else {
+                n = snprintf(line, sizeof line, "exit %d\n", (int) pid);
+                if (write(journal_fd, line, (size_t) n) != n)
+                        journal_failed++;
+        }
         if (pidfds[slot] >= 0)
                 close(pidfds[slot]);
         pidfds[slot] = -1;
@@ -598,20 +710,50 @@ static void drain(int fd) {
         }
 }
 
+/* A failed read of the socket (errno): true where reading goes on, after an overrun's
+ * recovery or a signal. */
+static bool recovered(int fd) {
+        if (errno == EINTR)
+                return true;
+        if (errno != ENOBUFS)
+                return false;
+        fprintf(stderr, "floor-pinner: overrun (events lost)\n");
+        drain(fd);
+        resync();
+        return true;
+}
+
+/* The events of one datagram. */
+static void handle_datagram(char *buf, ssize_t n) {
+        for (struct nlmsghdr *nh = (struct nlmsghdr *) buf; NLMSG_OK(nh, (size_t) n); nh = NLMSG_NEXT(nh, n)) {
+                struct cn_msg *cn = NLMSG_DATA(nh);
+                struct proc_event ev;
+                if (nh->nlmsg_type != NLMSG_DONE || cn->id.idx != CN_IDX_PROC || cn->len < sizeof ev)
+                        continue;
+                /* cn->data is 4-byte aligned, the event's 64-bit timestamp wants 8: an
+                 * aligned copy, as npu-tuned's connector makes. */
+                memcpy(&ev, cn->data, sizeof ev);
+                handle(&ev);
+        }
+}
+
+/* --loop: datagrams per recvmmsg(2), as npu-tuned's connector reads them. */
+#define LOOP_BATCH 64
+
 int main(int argc, char **argv) {
         struct sockaddr_nl sa = { .nl_family = AF_NETLINK, .nl_groups = CN_IDX_PROC, .nl_pid = 0 };
-        int fd, rcvbuf = 4 << 20;
+        int fd, ep = -1, rcvbuf = 4 << 20;
         char buf[16384] __attribute__((aligned(8)));
 
-        if (argc == 6 && strcmp(argv[1], "--facts") == 0) {
-                int dfd = open(argv[2], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                journal_fd = dfd < 0 ? -1 : openat(dfd, "floor-facts.journal", O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+        if (argc >= 3 && strcmp(argv[1], "--facts") == 0) {
+                state_dfd = open(argv[2], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                journal_fd = state_dfd < 0 ? -1
+                                           : openat(state_dfd, "floor-facts.journal",
+                                                    O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
                 if (journal_fd < 0) {
                         perror(argv[2]);
                         return 1;
                 }
-                if (dfd >= 0)
-                        close(dfd);
                 facts = true;
                 own_uid = getuid();
                 for (int i = 0; i < MATCHED_SLOTS; i++)
@@ -619,9 +761,42 @@ int main(int argc, char **argv) {
                 find_cpuset_mount();
                 argc -= 2;
                 argv += 2;
+                for (; argc > 1 && strncmp(argv[1], "--", 2) == 0; argc--, argv++) {
+                        if (strcmp(argv[1], "--loop") == 0)
+                                loop_read = true;
+                        else if (strcmp(argv[1], "--worker") == 0)
+                                worker_reads = true;
+                        else if (strcmp(argv[1], "--record-files") == 0)
+                                record_files = true;
+                        else
+                                break;
+                }
+                if (record_files) {
+                        (void) unlinkat(state_dfd, "spare", 0);
+                        spare_fd = openat(state_dfd, "spare", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+                        if (spare_fd < 0) {
+                                perror("spare record");
+                                return 1;
+                        }
+                }
+                if (worker_reads) {
+                        pthread_t t;
+                        sigset_t all, old;
+                        sem_init(&worker.done, 0, 0);
+                        /* The worker takes no signal: SIGTERM interrupts the loop's wait. */
+                        sigfillset(&all);
+                        pthread_sigmask(SIG_BLOCK, &all, &old);
+                        if (pthread_create(&t, NULL, worker_main, NULL) != 0) {
+                                fprintf(stderr, "floor-pinner: no worker thread\n");
+                                return 1;
+                        }
+                        pthread_sigmask(SIG_SETMASK, &old, NULL);
+                }
         }
         if (argc != 4) {
-                fprintf(stderr, "usage: %s [--facts STATE_DIR] EXE_GLOB CMDLINE_SUBSTRING CPU[,THREAD_CPU]\n", argv[0]);
+                fprintf(stderr, "usage: %s [--facts STATE_DIR [--loop] [--worker] [--record-files]] EXE_GLOB CMDLINE_SUBSTRING "
+                                "CPU[,THREAD_CPU]\n",
+                        argv[0]);
                 return 2;
         }
         exe_glob = argv[1];
@@ -646,30 +821,51 @@ int main(int argc, char **argv) {
                 return 1;
         }
         fprintf(stderr, "floor-pinner: listening\n");
+        if (loop_read) {
+                ep = epoll_create1(EPOLL_CLOEXEC);
+                struct epoll_event want = { .events = EPOLLIN };
+                if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fd, &want) < 0) {
+                        perror("epoll");
+                        return 1;
+                }
+        }
         while (!stop) {
+                if (loop_read) {
+                        static char bufs[LOOP_BATCH][512] __attribute__((aligned(8)));
+                        struct mmsghdr msgs[LOOP_BATCH];
+                        struct iovec iov[LOOP_BATCH];
+                        struct epoll_event ready;
+                        int k;
+
+                        if (epoll_wait(ep, &ready, 1, -1) < 0) {
+                                if (errno == EINTR)
+                                        continue;
+                                perror("epoll_wait");
+                                break;
+                        }
+                        for (unsigned i = 0; i < LOOP_BATCH; i++) {
+                                iov[i] = (struct iovec){ .iov_base = bufs[i], .iov_len = sizeof bufs[i] };
+                                msgs[i] = (struct mmsghdr){ .msg_hdr = { .msg_iov = &iov[i], .msg_iovlen = 1 } };
+                        }
+                        k = recvmmsg(fd, msgs, LOOP_BATCH, MSG_DONTWAIT, NULL);
+                        if (k < 0) {
+                                if (errno == EAGAIN || recovered(fd))
+                                        continue;
+                                perror("recvmmsg");
+                                break;
+                        }
+                        for (int i = 0; i < k; i++)
+                                handle_datagram(bufs[i], (ssize_t) msgs[i].msg_len);
+                        continue;
+                }
                 ssize_t n = recv(fd, buf, sizeof buf, 0);
                 if (n < 0) {
-                        if (errno == EINTR)
+                        if (recovered(fd))
                                 continue;
-                        if (errno == ENOBUFS) {
-                                fprintf(stderr, "floor-pinner: overrun (events lost)\n");
-                                drain(fd);
-                                resync();
-                                continue;
-                        }
                         perror("recv");
                         break;
                 }
-                for (struct nlmsghdr *nh = (struct nlmsghdr *) buf; NLMSG_OK(nh, (size_t) n); nh = NLMSG_NEXT(nh, n)) {
-                        struct cn_msg *cn = NLMSG_DATA(nh);
-                        struct proc_event ev;
-                        if (nh->nlmsg_type != NLMSG_DONE || cn->id.idx != CN_IDX_PROC || cn->len < sizeof ev)
-                                continue;
-                        /* cn->data is 4-byte aligned, the event's 64-bit timestamp wants 8: an
-                         * aligned copy, as npu-tuned's connector makes. */
-                        memcpy(&ev, cn->data, sizeof ev);
-                        handle(&ev);
-                }
+                handle_datagram(buf, n);
         }
         (void) send_listen(fd, PROC_CN_MCAST_IGNORE, 0);
         close(fd);

@@ -9,6 +9,14 @@
 #                       pin and splits the roles as npu-tuned's rule does: the main
 #                       thread on CPU 0, the others on CPU 1 (floor-pinner --facts), its
 #                       journal on the disk under $bench_tmp_disk
+#     floor-facts+loop, floor-facts+worker, floor-facts+files (any of the three joined
+#                       with +, e.g. floor-facts+loop+worker+files)   floor-facts with
+#                       one each of the ways npu-tuned is built: an event loop's read
+#                       (epoll_wait, recvmmsg), the mmap_lock reads on a worker thread, a
+#                       record file per placed process (floor-pinner --loop, --worker,
+#                       --record-files; bench/floor-pinner.c says what each does)
+#                       (+tmpfs: its journal or records on tmpfs, under $bench_tmp_shm)
+#     floor-shape       floor-facts+loop+worker+files, floor-shape-tmpfs the same +tmpfs
 #     npu-ext4          npu-tuned, state dir on the disk under $bench_tmp_disk
 #     npu-tmpfs         npu-tuned, state dir on /dev/shm
 #     npu-ext4-b, npu-tmpfs-b   the same with $npu_b_bin
@@ -103,11 +111,24 @@ pinner_start() { # NAME PATTERN EXE_GLOB
         : >"$pinner_log"
         case $name in
         untuned) return 0 ;;
-        floor | floor-facts)
-                local args=("$exe" "$pattern" 1)
-                if [ "$name" = floor-facts ]; then
-                        rm -rf "$bench_tmp_disk/floor-state" && mkdir -m 0700 "$bench_tmp_disk/floor-state"
-                        args=(--facts "$bench_tmp_disk/floor-state" "$exe" "$pattern" "0,1")
+        floor | floor-facts | floor-facts+* | floor-shape | floor-shape-tmpfs)
+                local args=("$exe" "$pattern" 1) shape=() part parts=$name floor_state=$bench_tmp_disk/floor-state
+                case $name in
+                floor-shape) parts=floor-facts+loop+worker+files ;;
+                floor-shape-tmpfs) parts=floor-facts+loop+worker+files+tmpfs ;;
+                esac
+                if [ "$name" != floor ]; then
+                        for part in $(tr + ' ' <<<"${parts#floor-facts}"); do
+                                case $part in
+                                loop) shape+=(--loop) ;;
+                                worker) shape+=(--worker) ;;
+                                files) shape+=(--record-files) ;;
+                                tmpfs) floor_state=$bench_tmp_shm/floor-state ;;
+                                *) echo "bench: no floor-facts part \"$part\" (loop, worker, files, tmpfs)" >&2; return 2 ;;
+                                esac
+                        done
+                        rm -rf "$floor_state" && mkdir -m 0700 "$floor_state"
+                        args=(--facts "$floor_state" "${shape[@]}" "$exe" "$pattern" "0,1")
                 fi
                 nice -n -10 ${pinner_wrap:-} "$build/bench/floor-pinner" "${args[@]}" 2>"$pinner_log" &
                 pinner_pid=$!

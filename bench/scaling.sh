@@ -64,14 +64,14 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$
 rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
 overruns() { # PINNER: lines its log has for lost events so far
         case $1 in
-        floor | floor-facts) grep -c overrun "$pinner_log" || true ;;
+        floor | floor-facts | floor-facts+* | floor-shape*) grep -c overrun "$pinner_log" || true ;;
         *) grep -c "events were lost" "$pinner_log" || true ;;
         esac
 }
 # PINNER: processes its resyncs after overruns placed so far, where its log says (the floor's).
 resync_placed() {
         case $1 in
-        floor | floor-facts) sed -n 's/^floor-pinner: resync [0-9]*: \([0-9]*\) processes placed.*/\1/p' "$pinner_log" | awk '{ n += $1 } END { print n + 0 }' ;;
+        floor | floor-facts | floor-facts+* | floor-shape*) sed -n 's/^floor-pinner: resync [0-9]*: \([0-9]*\) processes placed.*/\1/p' "$pinner_log" | awk '{ n += $1 } END { print n + 0 }' ;;
         *) echo "n/a" ;;
         esac
 }

@@ -31,7 +31,7 @@ for p in "${pinners[@]}"; do
         sleep 2
         cpu1=$(cpu_seconds "$pinner_pid") rss1=$(rss_kib "$pinner_pid")
         case $p in
-        floor | floor-facts) over=$(grep -c overrun "$pinner_log" || true) ;;
+        floor | floor-facts | floor-facts+* | floor-shape*) over=$(grep -c overrun "$pinner_log" || true) ;;
         npu-*) over=$(grep -c "events were lost" "$pinner_log" || true) ;;
         *) over=n/a ;;
         esac
