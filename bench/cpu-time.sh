@@ -3,14 +3,15 @@
 # CPU time per event, system calls included (what the instruction counts of
 # bench/cpu-per-event.sh leave out), as root:
 #   bench/cpu-time.sh [--build DIR] [--runs N] [--execs N] [--rounds R] [PINNER...]
-# For each pinner (default: floor floor-facts npu-tmpfs npu-ext4), in R interleaved
-# rounds: its CPU time (the kernel's se.sum_exec_runtime of every thread,
+# For each pinner (default: floor floor-facts floor-shape-tmpfs floor-shape npu-tmpfs
+# npu-ext4), in R interleaved rounds: its CPU time (the kernel's se.sum_exec_runtime of every thread,
 # /proc/PID/task/*/sched, in microseconds) over an idle stretch, over N matched processes
 # of 5 threads (bench/placement-latency, one after the other) and over N unmatched execs
 # (/bin/true).
 # The host's own events reach every pinner alike: the idle stretch's CPU per second is
 # taken out of the other two by their duration. Prints per matched process and per 1000
-# unmatched execs, medians over the rounds, and each pinner's over the floor's.
+# unmatched execs, medians over the rounds, and each pinner's over the floor's, floor-facts'
+# and (npu-tuned's) the floor of its shape's.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=build runs=100 execs=1000 rounds=3
@@ -18,7 +19,7 @@ build=build runs=100 execs=1000 rounds=3
 . "$here/pinners.sh"
 bench_args "$@"
 pinners=("${bench_rest[@]}")
-[ ${#pinners[@]} -gt 0 ] || pinners=(floor floor-facts npu-tmpfs npu-ext4)
+[ ${#pinners[@]} -gt 0 ] || pinners=(floor floor-facts floor-shape-tmpfs floor-shape npu-tmpfs npu-ext4)
 bench_begin
 grep -q sum_exec_runtime /proc/self/sched 2>/dev/null || { echo "needs /proc/PID/sched (CONFIG_SCHED_DEBUG)"; exit 77; }
 
@@ -59,25 +60,19 @@ echo "CPU time (us, system calls included), medians of $rounds rounds; $runs mat
 for pinner in "${pinners[@]}"; do
         case $pinner in npu-ext4*) echo "$pinner state dir: $bench_tmp_disk/state ($(fs_of "$bench_tmp_disk"))" ;; npu-tmpfs*) echo "$pinner state dir: $bench_tmp_shm/state ($(fs_of "$bench_tmp_shm"))" ;; esac
 done
-# Ratios to floor-facts too when it ran: npu-tuned's cost beyond the facts it must read.
-ff=""
-for pinner in "${pinners[@]}"; do [ "$pinner" = floor-facts ] && ff=1; done
-if [ -n "$ff" ]; then
-        echo "| pinner | per matched process us | / floor | / floor-facts | per 1000 unmatched execs us | / floor | / floor-facts | idle us/s (host's events) |"
-        echo "|---|---|---|---|---|---|---|---|"
-        gm=$(col floor-facts matched) gu=$(col floor-facts unmatched)
-else
-        echo "| pinner | per matched process us | / floor | per 1000 unmatched execs us | / floor | idle us/s (host's events) |"
-        echo "|---|---|---|---|---|---|"
-fi
-# Without the floor in the run its ratio columns say "-".
-fm=0 fu=0
-for pinner in "${pinners[@]}"; do [ "$pinner" = floor ] && { fm=$(col floor matched); fu=$(col floor unmatched); }; done
+# Each pinner against the floor, floor-facts (npu-tuned's cost beyond the facts it must
+# read) and, for npu-tuned, the floor of its shape on the same filesystem (floor-shape for
+# npu-ext4, floor-shape-tmpfs for npu-tmpfs: its cost beyond the facts and the ways it is
+# built, bench/floor-pinner.c); "-" where that one did not run.
+ran() { local p; for p in "${pinners[@]}"; do [ "$p" = "$1" ] && return 0; done; return 1; }
+shape_of() { case $1 in npu-ext4*) echo floor-shape ;; npu-tmpfs*) echo floor-shape-tmpfs ;; esac; }
+of() { # PINNER KIND: its median, 0 when it did not run
+        if [ -n "$1" ] && ran "$1"; then col "$1" "$2"; else echo 0; fi
+}
+echo "| pinner | per matched process us | / floor | / floor-facts | / same-shape floor | per 1000 unmatched execs us | / floor | / floor-facts | idle us/s (host's events) |"
+echo "|---|---|---|---|---|---|---|---|---|"
+fm=$(of floor matched) fu=$(of floor unmatched) gm=$(of floor-facts matched) gu=$(of floor-facts unmatched)
 for pinner in "${pinners[@]}"; do
-        m=$(col "$pinner" matched) u=$(col "$pinner" unmatched)
-        if [ -n "$ff" ]; then
-                echo "| $pinner | $m | $(ratio "$m" "$fm") | $(ratio "$m" "$gm") | $u | $(ratio "$u" "$fu") | $(ratio "$u" "$gu") | $(col "$pinner" idle) |"
-        else
-                echo "| $pinner | $m | $(ratio "$m" "$fm") | $u | $(ratio "$u" "$fu") | $(col "$pinner" idle) |"
-        fi
+        m=$(col "$pinner" matched) u=$(col "$pinner" unmatched) sm=$(of "$(shape_of "$pinner")" matched)
+        echo "| $pinner | $m | $(ratio "$m" "$fm") | $(ratio "$m" "$gm") | $(ratio "$m" "$sm") | $u | $(ratio "$u" "$fu") | $(ratio "$u" "$gu") | $(col "$pinner" idle) |"
 done

@@ -20,13 +20,13 @@ done
 if [ -n "$quick" ]; then
         lat=(--runs 10 --rounds 2) cpu=(--execs 200 --matched 5) srv=(--rounds 1 --seconds 2)
         storm=(--unmatched 1000 --matched 10) idle=(--seconds 5) react=(--runs 10) cput=(--runs 20 --execs 200 --rounds 1)
-        sysc=(--runs 10)
+        prof=(--runs 20 --rounds 1) sysc=(--runs 10)
         scale=(--procs "1 64" --ticks 1 --scan 1000 --rates "2000 0" --seconds 2)
         burst=(--burst "64 256")
 else
         lat=(--runs 50 --rounds 5) cpu=(--execs 1000 --matched 20) srv=(--rounds 3 --seconds 5)
-        storm=(--unmatched 10000 --matched 100) idle=(--seconds 60) react=(--runs 50) cput=(--runs 100 --execs 1000 --rounds 3)
-        sysc=(--runs 50)
+        storm=(--unmatched 10000 --matched 100) idle=(--seconds 60) react=(--runs 50) cput=(--runs 100 --execs 1000 --rounds 7)
+        prof=(--runs 300 --rounds 2) sysc=(--runs 50)
         scale=()
         burst=(--burst "1024 4096" --raise-pid-max)
 fi
@@ -45,6 +45,7 @@ run "Exec -> every thread placed" placement-latency.sh "${lat[@]}"
 run "Reaction time, as each pinner measures it" reaction.sh "${react[@]}"
 run "CPU per event (instructions)" cpu-per-event.sh "${cpu[@]}"
 run "CPU time per event (system calls included)" cpu-time.sh "${cput[@]}"
+run "Where the CPU time per matched process goes" cpu-profile.sh "${prof[@]}"
 run "System calls per matched process" syscalls.sh "${sysc[@]}"
 run "Fork storm" storm.sh "${storm[@]}"
 run "Idle" idle.sh "${idle[@]}"
