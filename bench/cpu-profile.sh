@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # Where each pinner's CPU time goes per matched process, as root:
 #   bench/cpu-profile.sh [--build DIR] [--runs N] [--rounds R] [PINNER...]
-# For each pinner (default: floor-facts floor-shape npu-tmpfs), in R interleaved rounds:
+# For each pinner (default: floor-facts floor-shape-tmpfs npu-tmpfs: the floor of
+# npu-tuned's shape on the same filesystem), in R interleaved rounds:
 # perf(1) samples its threads on the CPU clock (-F 10000, kernel and user) while
 # bench/placement-latency runs N matched processes of 5 threads; then prints, per matched
 # process in microseconds (the rounds pooled), the time in each system call (the
@@ -19,7 +20,7 @@ build=build runs=300 rounds=2
 . "$here/pinners.sh"
 bench_args "$@"
 pinners=("${bench_rest[@]}")
-[ ${#pinners[@]} -gt 0 ] || pinners=(floor-facts floor-shape npu-tmpfs)
+[ ${#pinners[@]} -gt 0 ] || pinners=(floor-facts floor-shape-tmpfs npu-tmpfs)
 command -v perf >/dev/null || { echo "needs perf (apt-get install linux-perf)"; exit 77; }
 [ "$(uname -m)" = x86_64 ] || { echo "reads the x86-64 system call entry names; this is $(uname -m)"; exit 77; }
 bench_begin

@@ -4,8 +4,8 @@
 # bench/cpu-per-event.sh leave out), as root:
 #   bench/cpu-time.sh [--build DIR] [--runs N] [--execs N] [--rounds R] [PINNER...]
 # For each pinner (default: floor floor-facts floor-shape-tmpfs floor-shape npu-tmpfs
-# npu-ext4), in R interleaved rounds: its CPU time (the kernel's se.sum_exec_runtime of every thread,
-# /proc/PID/task/*/sched, in microseconds) over an idle stretch, over N matched processes
+# npu-ext4), in R interleaved rounds: its CPU time (the kernel's se.sum_exec_runtime of
+# every thread, /proc/PID/task/*/sched, in microseconds) over an idle stretch, over N matched processes
 # of 5 threads (bench/placement-latency, one after the other) and over N unmatched execs
 # (/bin/true).
 # The host's own events reach every pinner alike: the idle stretch's CPU per second is

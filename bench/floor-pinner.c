@@ -439,6 +439,7 @@ __attribute__((noinline)) static int matches(pid_t pid) {
 }
 
 static void facts_thread(pid_t tgid, pid_t tid);
+static int open_spare(void);
 static void record_file_commit(pid_t pid);
 
 /* Every thread of pid but its main one on thread_target (--facts: as on its FORK event);
@@ -530,6 +531,11 @@ not_placed:
         close(pidfd);
 }
 
+/* --record-files: a new spare record, made before the placement that writes it. */
+static int open_spare(void) {
+        return openat(state_dfd, "spare", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+}
+
 /* --record-files: the spare, written, becomes pid's record; the next spare is made. */
 static void record_file_commit(pid_t pid) {
         char name[32];
@@ -538,7 +544,7 @@ static void record_file_commit(pid_t pid) {
         if (renameat(state_dfd, "spare", state_dfd, name) < 0)
                 journal_failed++;
         close(spare_fd);
-        spare_fd = openat(state_dfd, "spare", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        spare_fd = open_spare();
 }
 
 /* --facts: a new thread, held by its directory across its pin. */
@@ -773,7 +779,7 @@ int main(int argc, char **argv) {
                 }
                 if (record_files) {
                         (void) unlinkat(state_dfd, "spare", 0);
-                        spare_fd = openat(state_dfd, "spare", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+                        spare_fd = open_spare();
                         if (spare_fd < 0) {
                                 perror("spare record");
                                 return 1;
