@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* The netlink process connector (see connector.h and docs/process-watcher.md). */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <linux/connector.h>
+#include <linux/filter.h>
 #include <linux/netlink.h>
 #include <poll.h>
 #include <stddef.h>
@@ -97,6 +99,60 @@ int connector_new(sd_event *e, const connector_params *p, const connector_callba
 
 void connector_get_stats(const Connector *c, connector_stats *ret) {
         *ret = c->stats;
+}
+
+/* Where the filter looks: the kernel sends one event per datagram, its netlink header,
+ * then the connector's, then the event. */
+#define EVENT_AT (NLMSG_HDRLEN + sizeof(struct cn_msg))
+#define WHAT_AT (EVENT_AT + offsetof(struct proc_event, what))
+#define COMM_PID_AT (EVENT_AT + offsetof(struct proc_event, event_data.comm.process_pid))
+#define COMM_TGID_AT (EVENT_AT + offsetof(struct proc_event, event_data.comm.process_tgid))
+
+unsigned connector_filter_build(uint32_t events, bool thread_comm, struct sock_filter *prog) {
+        /* Word loads (BPF_ABS) read big-endian: the constants compared with them are too.
+         * Each event type is one bit, so a byte-swapped mask tests a byte-swapped type. */
+        bool by_thread = !thread_comm && (events & PROC_EVENT_COMM);
+        uint32_t kept = by_thread ? events & ~(uint32_t) PROC_EVENT_COMM : events;
+        unsigned n = 0, keep = by_thread ? 8 : 3; /* the index of "RET keep"; "RET drop" next */
+
+        prog[n++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, WHAT_AT);
+        prog[n] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PROC_EVENT_NONE, keep - n - 1, 0);
+        n++;
+        if (by_thread) {
+                prog[n++] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, htonl(PROC_EVENT_COMM), 0, 4);
+                prog[n++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, COMM_TGID_AT);
+                prog[n++] = (struct sock_filter) BPF_STMT(BPF_MISC | BPF_TAX, 0);
+                prog[n++] = (struct sock_filter) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, COMM_PID_AT);
+                prog[n] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_X, 0, keep - n - 1, keep - n);
+                n++;
+        }
+        prog[n] = (struct sock_filter) BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, htonl(kept), keep - n - 1, keep - n);
+        n++;
+        prog[n++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, 0xffffffffu);
+        prog[n++] = (struct sock_filter) BPF_STMT(BPF_RET | BPF_K, 0);
+        return n;
+}
+
+static void attach_filter(Connector *c) {
+        struct sock_filter prog[CONNECTOR_FILTER_MAX];
+        struct sock_fprog fprog = { .filter = prog };
+
+        fprog.len = (unsigned short) connector_filter_build(c->params.events, c->params.thread_comm, prog);
+        if (setsockopt(c->fd, SOL_SOCKET, SO_ATTACH_FILTER, &fprog, sizeof fprog) < 0) {
+                /* Every event is still read and sorted by the watcher, as before the filter. */
+                log_warning_errno(errno, "Failed to attach the process events' socket filter, reading every event: %m");
+                c->stats.socket_filter = false;
+                return;
+        }
+        c->stats.socket_filter = true;
+}
+
+void connector_set_thread_comm(Connector *c, bool want) {
+        if (c->params.thread_comm == want)
+                return;
+        c->params.thread_comm = want;
+        if (c->subscribed)
+                attach_filter(c);
 }
 
 static int send_op(Connector *c, const void *payload, size_t len, uint32_t ack) {
@@ -425,8 +481,11 @@ int connector_subscribe(Connector *c) {
                 else
                         c->stats.filter = true; /* its ack is filtered out by design */
         }
-        log_debug("Process connector subscribed: receive buffer %d bytes, event filter %s.", c->stats.rcvbuf,
-                  c->stats.filter ? "on" : "not supported by this kernel");
+        /* After the acks: what the subscription waited for passes it anyway. */
+        attach_filter(c);
+        log_debug("Process connector subscribed: receive buffer %d bytes, event filter %s, socket filter %s.",
+                  c->stats.rcvbuf, c->stats.filter ? "on" : "not supported by this kernel",
+                  c->stats.socket_filter ? (c->params.thread_comm ? "on" : "on, main threads' renames only") : "off");
 
         r = sd_event_add_io(c->event, &c->source, c->fd, EPOLLIN, on_io, c);
         if (r < 0)

@@ -76,7 +76,7 @@ static void handle_fork(Watcher *w, pid_t parent_tgid, pid_t child_pid, pid_t ch
                         return;
                 mark_handling(w);
                 if (!entry_wants_thread_names(e))
-                        comm[0] = 0; /* its COMM event names it, if it renames itself */
+                        comm[0] = 0; /* unread: unwanted (a COMM event names it if some rule wants names) */
                 else if (tune_proc_read_comm(w->ctx, child_tgid, child_pid, comm) < 0)
                         return; /* already gone */
                 t = entry_thread_add(e, child_pid, comm);

@@ -232,8 +232,12 @@ void entry_watch_pidfd(Entry *e);
 /* Threads: the thread list of a managed process against /proc/PID/task (watcher-threads.c). */
 /* Whether the names of e's threads are read (and so its threads' renames found at a
  * reconcile): where its rule's roles take threads by name, or the consumer asked for all.
- * Otherwise a thread's name is what its COMM events said ("" until one does). */
+ * Otherwise a thread's name is what its COMM events said ("" until one does), and while
+ * no rule wants names none come: the socket filter drops them (watcher_wants_thread_comm()). */
 bool entry_wants_thread_names(const Entry *e);
+/* Whether any rule (or the probe's all_thread_names) wants the names of threads other
+ * than a main one: else their COMM events are dropped by the connector's socket filter. */
+bool watcher_wants_thread_comm(const Watcher *w);
 managed_thread *entry_thread_add(Entry *e, pid_t tid, const char *comm);
 void entry_emit_thread_exit(Entry *e, managed_thread *t);
 int entry_threads_sync(Entry *e, bool emit);

@@ -95,6 +95,7 @@ int watcher_start(Watcher *w) {
         const connector_params cp = {
                 .rcvbuf_kib = w->params.rcvbuf_kib,
                 .ack_timeout_ms = w->params.ack_timeout_ms,
+                .thread_comm = watcher_wants_thread_comm(w),
         };
         connector_stats cs;
         int r;
@@ -118,10 +119,11 @@ int watcher_start(Watcher *w) {
         connector_get_stats(w->connector, &cs);
         /* The kernel doubles SO_RCVBUF for its bookkeeping and reports the double: the
          * policy's proc_connector_rcvbuf_kib is what was asked for, and what is said. */
-        log_info("Watching processes: %u rule(s), %u managed after the initial scan, event filter %s, receive buffer "
-                 "%d KiB (proc_connector_rcvbuf_kib; the kernel reserves %d KiB for it).",
-                 w->policy ? w->policy->n_rules : 0, w->stats.managed, cs.filter ? "on" : "off", cs.rcvbuf / 2 / 1024,
-                 cs.rcvbuf / 1024);
+        log_info("Watching processes: %u rule(s), %u managed after the initial scan, event filter %s, threads' renames "
+                 "%s, receive buffer %d KiB (proc_connector_rcvbuf_kib; the kernel reserves %d KiB for it).",
+                 w->policy ? w->policy->n_rules : 0, w->stats.managed, cs.filter ? "on" : "off",
+                 !cs.socket_filter || cp.thread_comm ? "heard" : "dropped in the kernel (no rule picks threads by name)",
+                 cs.rcvbuf / 2 / 1024, cs.rcvbuf / 1024);
         return 0;
 }
 
@@ -147,6 +149,10 @@ int watcher_reload(Watcher *w, const tune_accels *accels, const tune_policy *pol
         w->n_env_names = n_names;
         tune_env_name_index_build(&w->env_index, (const char *const *) names, n_names);
         w->policy = policy;
+        /* Renames dropped until now are not heard again: the resync below reads the names
+         * of the managed processes' threads where a rule now wants them. */
+        if (w->connector)
+                connector_set_thread_comm(w->connector, watcher_wants_thread_comm(w));
         /* What the ancestry walk kept was read with the old rules and variable names. */
         watcher_ancestry_done(w);
         memset(w->ancestors, 0, sizeof w->ancestors);
@@ -263,6 +269,7 @@ void watcher_get_stats(const Watcher *w, watcher_stats *ret) {
                 connector_stats cs;
                 connector_get_stats(w->connector, &cs);
                 ret->filter = cs.filter;
+                ret->socket_filter = cs.socket_filter;
                 ret->rcvbuf = cs.rcvbuf;
         }
 }

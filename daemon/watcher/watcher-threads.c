@@ -15,6 +15,15 @@ bool entry_wants_thread_names(const Entry *e) {
         return e->w->params.all_thread_names || tune_rule_picks_threads_by_name(e->p.rule);
 }
 
+bool watcher_wants_thread_comm(const Watcher *w) {
+        if (w->params.all_thread_names)
+                return true;
+        for (unsigned i = 0; w->policy && i < w->policy->n_rules; i++)
+                if (tune_rule_picks_threads_by_name(&w->policy->rules[i]))
+                        return true;
+        return false;
+}
+
 managed_thread *entry_thread_add(Entry *e, pid_t tid, const char *comm) {
         managed_thread *nt;
 

@@ -97,6 +97,7 @@ typedef struct watcher_stats {
         unsigned managed;      /* matched now */
         unsigned candidates;   /* unmatched processes kept for their environment (descendants, retitle candidates) */
         bool filter;           /* kernel event filter in use */
+        bool socket_filter;    /* the connector's socket filter is attached */
         int rcvbuf;
         uint64_t event_timestamp_ns; /* CLOCK_MONOTONIC stamp of the event being handled (0: none) */
         uint64_t event_handling_ns;  /* CLOCK_MONOTONIC when its handling began (0: not taken) */

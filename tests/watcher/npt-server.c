@@ -32,6 +32,10 @@
  *   npt-server tgi N            like text-generation-launcher: execs N shards
  *                               "npt-server tgi-shard" with RANK=i in their environment
  *   npt-server threads          steps on SIGUSR1: create a thread, rename it, end it
+ *   npt-server renames N        steps on SIGUSR1: its thread "storm_0" renames itself N
+ *                               times, ending "storm_done"; the main thread names itself
+ *                               "rank3"; the thread renames itself N times again, ending
+ *                               "storm_again"
  *   npt-server leader-exits     on SIGUSR2 the main thread leaves, "lead_worker" runs on;
  *                               steps on SIGUSR1: create a thread, end the process
  *   npt-server open-device PATH MS   opens PATH (a device node) after MS milliseconds
@@ -40,6 +44,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -297,6 +302,49 @@ static _Noreturn void mode_threads(void) {
         }
 }
 
+/* ---- renames: steps on SIGUSR1 ---- */
+static sem_t storm_go;
+static unsigned storm_n;
+
+static void *storm(void *arg) {
+        const char *const ends[] = { "storm_done", "storm_again" };
+        char name[16];
+
+        for (unsigned round = 0; round < 2; round++) {
+                while (sem_wait(&storm_go) < 0)
+                        ;
+                for (unsigned i = 0; i < storm_n; i++) {
+                        snprintf(name, sizeof name, "storm_%u", i % 1000);
+                        prctl(PR_SET_NAME, (unsigned long) name, 0, 0, 0);
+                }
+                prctl(PR_SET_NAME, (unsigned long) ends[round], 0, 0, 0);
+        }
+        wait_forever();
+        return NULL;
+}
+
+static _Noreturn void mode_renames(unsigned n) {
+        sigset_t set;
+        pthread_t t;
+        int sig, step = 0;
+
+        storm_n = n;
+        sem_init(&storm_go, 0, 0);
+        sigemptyset(&set);
+        sigaddset(&set, SIGUSR1);
+        pthread_sigmask(SIG_BLOCK, &set, NULL); /* before any thread: they inherit it */
+        pthread_create(&t, NULL, storm, NULL);
+        pthread_setname_np(t, "storm_0");
+        for (;;) {
+                if (sigwait(&set, &sig) != 0)
+                        continue;
+                if (step++ == 1)
+                        prctl(PR_SET_NAME, (unsigned long) "rank3", 0, 0, 0);
+                else
+                        sem_post(&storm_go);
+        }
+}
+
 /* On SIGUSR2 the main thread leaves (pthread_exit) and "lead_worker" runs on: on the first SIGUSR1
  * it starts a thread, on the second it ends the process (exit() from that thread), which
  * then sends no EXIT event of its main thread: that one came when the thread left. */
@@ -381,6 +429,8 @@ int main(int argc, char *argv[]) {
                 return mode_tgi(atoi(argv[2]));
         if (strcmp(mode, "threads") == 0)
                 mode_threads();
+        if (strcmp(mode, "renames") == 0 && argc == 3)
+                mode_renames((unsigned) atoi(argv[2]));
         if (strcmp(mode, "leader-exits") == 0)
                 mode_leader_exits();
         if (strcmp(mode, "open-device") == 0 && argc == 4)

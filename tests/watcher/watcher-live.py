@@ -3,7 +3,7 @@
 """Live tests of the process watcher, with the kernel's real proc connector.
 
 Usage: watcher-live.py TEST   (basic, reload, servers, devices, overrun, overrun-burst,
-                               start-race,
+                               start-race, comm-filter,
                                pid-reuse, namespace, daemon-e2e)
 
 Most tests drive watcher-probe (the real watcher with a consumer that prints one line per
@@ -700,6 +700,67 @@ def t_reload():
         kill_group(p)
 
 
+def thread_named(pid, name, timeout=30):
+    deadline = time.monotonic() + timeout
+    while True:
+        for t in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{t}/comm") as f:
+                    if f.read().strip() == name:
+                        return int(t)
+            except OSError:
+                pass
+        check(time.monotonic() < deadline, f"no thread of {pid} named {name} within {timeout}s")
+        time.sleep(0.02)
+
+
+def t_comm_filter():
+    """The connector's socket filter: while no rule picks threads by name, a thread that
+    renames itself thousands of times costs the watcher no event (the kernel drops them),
+    and a main thread's rename is still heard (it can change a match: here the rank). A
+    reload to a rule that names threads reads their names at once and hears every later
+    rename."""
+    require_root()
+    n = 5000  # each event queued takes ~800 bytes of the 8 MiB buffer: no overrun
+    rule = ["--rule", "storm", "--exe", SERVER, "--cmdline", "npt-server renames", "--rank-comm", "rank([0-9]+)"]
+    probe = Probe(["--names-by-rule"] + rule + ["--then"] + rule + ["--thread-names", "storm*"])
+    st = probe.stats()
+    check(st.int("socket_filter") == 1, f"the socket filter is not attached: {st}")
+    s = start([SERVER, "renames", str(n)])
+    probe.matched(s.pid, 5)
+    thread_named(s.pid, "storm_0")  # SIGUSR1 is blocked once it exists: safe to send
+
+    e0 = probe.stats().int("events")
+    os.kill(s.pid, signal.SIGUSR1)
+    tid = thread_named(s.pid, "storm_done")
+    time.sleep(0.3)
+    st = probe.stats()
+    check(st.int("events") - e0 < n // 10, f"{n} renames of a thread reached the watcher: {e0} -> {st}")
+    check(st.int("overruns") == 0, f"the socket overran: {st}")
+    check(not probe.r.all(lambda l: l.kind == "thread_renamed" and l.int("pid") == s.pid),
+          "a thread's rename was heard with no rule that picks threads by name")
+
+    n0 = probe.r.count()
+    os.kill(s.pid, signal.SIGUSR1)
+    probe.wait(lambda l: l.kind == "changed" and l.int("pid") == s.pid and l.int("rank") == 3, 5,
+               "the main thread's rename (rank3) to be heard", start=n0)
+
+    n0 = probe.r.count()
+    os.kill(probe.p.pid, signal.SIGHUP)
+    probe.wait(lambda l: l.kind == "reloaded", 5, "the reload", start=n0)
+    probe.wait(lambda l: l.kind == "thread_renamed" and l.int("tid") == tid and l["new"] == "storm_done", 5,
+               "the reload's resync to read the thread's name", start=n0)
+    e0 = probe.stats().int("events")
+    os.kill(s.pid, signal.SIGUSR1)
+    probe.wait(lambda l: l.kind == "thread_renamed" and l.int("tid") == tid and l["new"] == "storm_again", 30,
+               "the renames after the reload to be heard")
+    st = probe.stats()
+    check(st.int("events") - e0 >= n, f"fewer than the {n} renames were heard after the reload: {e0} -> {st}")
+    check(st.int("overruns") == 0, f"the socket overran: {st}")
+    kill_group(s)
+    probe.stop()
+
+
 def t_leader_exits():
     """A process matched at its exec whose main thread leaves while another runs on: a
     thread it starts after that is still seen (its pidfd asked, no longer the event stream),
@@ -754,6 +815,7 @@ TESTS = {
     "pid-reuse": t_pid_reuse,
     "namespace": t_namespace,
     "daemon-e2e": t_daemon_e2e,
+    "comm-filter": t_comm_filter,
 }
 
 

@@ -5,15 +5,18 @@
  *
  *   watcher-probe [--rule NAME [--comm GLOB] [--exe GLOB] [--cmdline ERE] [--uid UID]
  *                  [--cgroup PREFIX] [--rank-cmdline ERE] [--rank-comm ERE] [--rank-env NAME]
- *                  [--mode auto|explicit|none] [--rule-accel KIND:INDEX]...]...
+ *                  [--mode auto|explicit|none] [--rule-accel KIND:INDEX]...
+ *                  [--thread-names GLOB]]...
  *                 [--accel KIND:INDEX[:DEVPATH]]... [--kind NAME:ENV[:physical]]
  *                 [--rcvbuf-kib N] [--reconcile-ms N] [--device-retry-ms N] [--max N]
- *                 [--check-identity] [-v] [--then --rule NAME ...]
+ *                 [--check-identity] [--names-by-rule] [-v] [--then --rule NAME ...]
  *                 [--driver-query PROGRAM [--driver-library-dir DIR] [--driver-interval-ms N]]
  *                 [--evaluate PID]
  *
  * Rules after --then form a second policy, swapped in with watcher_reload() on SIGHUP
- * ("reloaded" line). --evaluate PID: no events, just watcher_evaluate_pid() (the
+ * ("reloaded" line). --thread-names: the rule's control role takes the threads so named.
+ * --names-by-rule: thread names only where a rule wants them, as the daemon (by default
+ * the probe wants all, to print them). --evaluate PID: no events, just watcher_evaluate_pid() (the
  * --explain path) on one process, one "evaluated" line, exit.
  *
  * Lines: ready, matched, changed, thread_new, thread_renamed, thread_exit, exit, reconcile,
@@ -141,9 +144,9 @@ static void print_stats(Watcher *w) {
         watcher_stats s;
         watcher_get_stats(w, &s);
         out("stats events=%" PRIu64 " overruns=%" PRIu64 " resyncs=%" PRIu64 " matched=%" PRIu64 " exited=%" PRIu64
-            " managed=%u candidates=%u skipped_full=%" PRIu64 " filter=%d rcvbuf=%d",
+            " managed=%u candidates=%u skipped_full=%" PRIu64 " filter=%d socket_filter=%d rcvbuf=%d",
             s.events, s.overruns, s.resyncs, s.matched, s.exited, s.managed, s.candidates, s.skipped_full, s.filter,
-            s.rcvbuf);
+            s.socket_filter, s.rcvbuf);
 }
 
 static int on_usr1(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
@@ -191,7 +194,7 @@ int main(int argc, char *argv[]) {
         enum {
                 ARG_RULE = 0x100, ARG_COMM, ARG_EXE, ARG_CMDLINE, ARG_UID, ARG_CGROUP, ARG_RANK_CMDLINE, ARG_RANK_COMM,
                 ARG_RANK_ENV, ARG_MODE, ARG_RULE_ACCEL, ARG_ACCEL, ARG_KIND, ARG_RCVBUF, ARG_RECONCILE, ARG_DEVICE_RETRY,
-                ARG_MAX, ARG_CHECK_IDENTITY, ARG_THEN, ARG_EVALUATE,
+                ARG_MAX, ARG_CHECK_IDENTITY, ARG_THEN, ARG_EVALUATE, ARG_NAMES_BY_RULE, ARG_THREAD_NAMES,
                 ARG_DRIVER_QUERY, ARG_DRIVER_LIBRARY_DIR, ARG_DRIVER_INTERVAL,
         };
         static const struct option options[] = {
@@ -213,6 +216,8 @@ int main(int argc, char *argv[]) {
                 { "device-retry-ms", required_argument, NULL, ARG_DEVICE_RETRY },
                 { "max", required_argument, NULL, ARG_MAX },
                 { "check-identity", no_argument, NULL, ARG_CHECK_IDENTITY },
+                { "names-by-rule", no_argument, NULL, ARG_NAMES_BY_RULE },
+                { "thread-names", required_argument, NULL, ARG_THREAD_NAMES },
                 { "then", no_argument, NULL, ARG_THEN },
                 { "evaluate", required_argument, NULL, ARG_EVALUATE },
                 { "driver-query", required_argument, NULL, ARG_DRIVER_QUERY },
@@ -344,6 +349,19 @@ int main(int argc, char *argv[]) {
                 case ARG_CHECK_IDENTITY:
                         check_identity = true;
                         break;
+                case ARG_NAMES_BY_RULE:
+                        params.all_thread_names = false;
+                        break;
+                case ARG_THREAD_NAMES: {
+                        static char *globs[MAX_RULES][2];
+                        static unsigned n_globs;
+                        if (!r || n_globs >= MAX_RULES)
+                                return usage();
+                        globs[n_globs][0] = optarg;
+                        r->control.name_globs = globs[n_globs++];
+                        r->control.cpus = 1;
+                        break;
+                }
                 case ARG_DRIVER_QUERY:
                         params.driver_query = optarg;
                         break;
